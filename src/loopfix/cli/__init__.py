@@ -1,0 +1,21 @@
+"""The `loopfix` command line: one thin command per verb; the work lives in the packages."""
+
+from __future__ import annotations
+
+import typer
+
+from loopfix.cli import doctor, lab, scan
+
+app = typer.Typer(
+    name="loopfix",
+    help="Measure, explain and fix generation loops in language models.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    add_completion=False,
+)
+for _module in (doctor, lab, scan):
+    _module.register(app)
+
+
+def main() -> None:
+    app()

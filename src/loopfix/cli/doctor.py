@@ -1,0 +1,45 @@
+"""`loopfix doctor`: the closed loop on one model (first version: measure and report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from loopfix.cli.lab import console, evaluation_table, parse_floats, progress_bar
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor_command)
+
+
+def doctor_command(
+    model: str = typer.Argument("loopfix:stargraph", help="testbed folder or loopfix:NAME"),
+    n: int = typer.Option(300, help="fresh prompts per temperature"),
+    seed: int = typer.Option(12345, help="prompt and sampler seed"),
+    temperatures: str = typer.Option("0,1.0", help="comma-separated temperatures"),
+    out: Path = typer.Option(Path("doctor"), "--out", help="folder for summary.json and report.md"),
+) -> None:
+    """Measure how often a model loops and write a report (default: the bundled testbed).
+
+    Example: loopfix doctor            (runs on loopfix:stargraph, writes doctor/)
+    """
+    from loopfix.doctor import NotATestbedError, run_doctor
+
+    temps = parse_floats(temperatures, "--temperatures")
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task("generating", total=n * len(temps))
+            evaluation = run_doctor(
+                model, out, n=n, seed=seed, temperatures=temps,
+                on_batch=lambda done: progress.advance(task, done),
+            )
+    except NotATestbedError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    console.print(evaluation_table(evaluation, f"loopfix doctor: {model}"))
+    console.print(
+        "flywheel P(repeat again) after 1..6 repeats: "
+        + " ".join(f"{p:.2f}" for p in evaluation.flywheel)
+    )
+    console.print(f"wrote {out / 'summary.json'} and {out / 'report.md'}")

@@ -1,0 +1,178 @@
+"""Train a star-graph testbed: a real HF causal LM distilled from the exploring teacher.
+
+Steps:
+1. Build a Llama-architecture model (so it has `model.layers[i].mlp.down_proj` like real LLMs;
+   head size 32 so vLLM's CPU attention accepts it) and the word-level tokenizer.
+2. Every step draws a fresh batch of graphs and teacher walks from a seeded generator; in the
+   default variant a small fraction of walks degenerate into a verbatim loop (a student
+   distilled from a teacher that sometimes loops). Loss on walk tokens only.
+3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed).
+4. Save model, tokenizer and `training.json` (config, seed, versions, time) into one folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from loopfix.lab.stargraph import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    VOCABULARY,
+    looping_teacher_walk,
+    make_graph,
+    teacher_walk,
+)
+from loopfix.lab.tokenizer import build_tokenizer
+
+
+class TrainConfig(BaseModel):
+    """Everything that determines a testbed checkpoint."""
+
+    model_config = ConfigDict(frozen=True)
+
+    arms: int = Field(3, description="k: arms of the star graph")
+    depth: int = Field(3, description="d: nodes per arm")
+    p_correct: float = Field(0.5, description="teacher: probability of entering the target arm")
+    p_backtrack: float = Field(0.3, description="teacher: per-node probability of backing out")
+    loop_fraction: float = Field(
+        0.02, description="share of walks that degenerate into a verbatim loop (0 = clean)"
+    )
+    loop_cap: int = Field(52, description="length of a looping walk in tokens")
+    loop_batch_fraction: float = Field(
+        0.25, description="looping walks are concentrated in this share of batches (less padding)"
+    )
+    hidden_size: int = Field(64, description="residual width")
+    layers: int = Field(3, description="decoder layers")
+    heads: int = Field(4, description="attention heads")
+    head_dim: int = Field(32, description="head size (vLLM CPU attention needs 32/64/80/...)")
+    intermediate_size: int = Field(256, description="MLP width")
+    batch_size: int = Field(64, description="walks per step")
+    steps: int = Field(4000, description="optimizer steps")
+    learning_rate: float = Field(3e-3, description="peak AdamW learning rate")
+    warmup_steps: int = Field(100, description="linear warm-up steps")
+    seed: int = Field(0, description="seed for weights and data")
+    threads: int = Field(2, description="torch CPU threads")
+
+
+VARIANTS: dict[str, TrainConfig] = {
+    "stargraph": TrainConfig(),
+    "stargraph-clean": TrainConfig(loop_fraction=0.0),
+}
+
+
+def build_model(config: TrainConfig) -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model_config = LlamaConfig(
+        vocab_size=len(VOCABULARY),
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.layers,
+        num_attention_heads=config.heads,
+        num_key_value_heads=config.heads,
+        head_dim=config.head_dim,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+    )
+    return LlamaForCausalLM(model_config)
+
+
+def make_batch(
+    rng: random.Random, config: TrainConfig, looping: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input ids and labels (-100 outside the walk) for one step; the first `looping` walks loop."""
+    sequences, prompt_lengths = [], []
+    for index in range(config.batch_size):
+        graph = make_graph(rng, config.arms, config.depth)
+        if index < looping:
+            walk, _ = looping_teacher_walk(
+                rng, graph, config.p_correct, config.p_backtrack, config.loop_cap
+            )
+        else:
+            walk = teacher_walk(rng, graph, config.p_correct, config.p_backtrack)
+        prompt = graph.prompt_ids()
+        sequences.append(prompt + walk)
+        prompt_lengths.append(len(prompt))
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+    labels = torch.full_like(ids, -100)
+    for row, (sequence, start) in enumerate(zip(sequences, prompt_lengths, strict=True)):
+        ids[row, : len(sequence)] = torch.tensor(sequence)
+        labels[row, start : len(sequence)] = ids[row, start : len(sequence)]
+    return ids, labels
+
+
+def learning_rate(config: TrainConfig, step: int) -> float:
+    warmup = min(1.0, (step + 1) / config.warmup_steps)
+    cosine = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+    return config.learning_rate * warmup * cosine
+
+
+def train(
+    config: TrainConfig,
+    out: Path,
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict[str, object]:
+    """Train and save a testbed into `out`; returns the training metadata."""
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    data_rng = random.Random(config.seed + 1000)
+    loop_rng = np.random.default_rng(config.seed + 2000)
+    model = build_model(config)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.learning_rate, weight_decay=0.01, betas=(0.9, 0.98)
+    )
+    started = time.perf_counter()
+    losses: list[float] = []
+    looping_walks = 0
+    for step in range(config.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(config, step)
+        looping = 0
+        if config.loop_fraction > 0 and data_rng.random() < config.loop_batch_fraction:
+            share = min(1.0, config.loop_fraction / config.loop_batch_fraction)
+            looping = int(loop_rng.binomial(config.batch_size, share))
+        looping_walks += looping
+        ids, labels = make_batch(data_rng, config, looping)
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step, float(np.mean(losses[-50:])))
+    seconds = time.perf_counter() - started
+    metadata: dict[str, object] = {
+        "config": config.model_dump(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "first_loss": losses[0],
+        "final_loss": float(np.mean(losses[-max(1, config.steps // 10) :])),
+        "looping_walk_share": looping_walks / (config.steps * config.batch_size),
+        "train_seconds": round(seconds, 1),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    save_testbed(model, out, metadata)
+    return metadata
+
+
+def save_testbed(model: torch.nn.Module, out: Path, metadata: dict[str, object]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)  # type: ignore[attr-defined]
+    build_tokenizer().save_pretrained(out)
+    (out / "training.json").write_text(json.dumps(metadata, indent=1) + "\n")

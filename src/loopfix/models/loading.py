@@ -1,0 +1,155 @@
+"""Load a model and its tokenizer from a local folder, a hub id or a bundled testbed name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import loopfix
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = [
+    "DEFAULT_TESTBED",
+    "TESTBED_DIR_VARIABLE",
+    "TESTBED_PREFIX",
+    "ModelLoadError",
+    "bundled_testbeds",
+    "load_model",
+    "resolve_device",
+    "resolve_dtype",
+    "resolve_model_path",
+    "testbed_dir",
+]
+
+TESTBED_PREFIX = "loopfix:"
+DEFAULT_TESTBED = "loopfix:stargraph"
+TESTBED_DIR_VARIABLE = "LOOPFIX_TESTBED_DIR"
+"""Environment variable that points `loopfix:NAME` at another folder of checkpoints (freshly
+trained testbeds, or tests)."""
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelLoadError(OSError):
+    """A model spec names no folder, testbed or reachable hub model."""
+
+
+def testbed_dir() -> Path:
+    override = os.environ.get(TESTBED_DIR_VARIABLE)
+    if override:
+        return Path(override).expanduser()
+    return Path(loopfix.__file__).parent / "lab" / "checkpoints"
+
+
+def bundled_testbeds() -> list[str]:
+    """Names usable as `loopfix:NAME`: the folders under testbed_dir() holding a config.json."""
+    root = testbed_dir()
+    if not root.is_dir():
+        return []
+    return sorted(child.name for child in root.iterdir() if (child / "config.json").is_file())
+
+
+def resolve_model_path(spec: str | Path) -> str:
+    """The folder a spec names, or the spec itself when it can only be a hub id."""
+    text = str(spec)
+    if text.startswith(TESTBED_PREFIX):
+        return str(_testbed_path(text.removeprefix(TESTBED_PREFIX)))
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return str(path)
+    if path.exists():
+        raise ModelLoadError(f"{path} is a file; a model is a folder with a config.json")
+    if isinstance(spec, Path) or _looks_like_path(text):
+        raise ModelLoadError(f"model folder {path} does not exist")
+    return text
+
+
+def _testbed_path(name: str) -> Path:
+    # Membership in the listing also refuses names that would leave the folder ("../x").
+    available = bundled_testbeds()
+    if name not in available:
+        choices = ", ".join(TESTBED_PREFIX + testbed for testbed in available)
+        raise ModelLoadError(
+            f"unknown testbed {TESTBED_PREFIX}{name}; available: {choices or 'none'} "
+            f"(in {testbed_dir()})"
+        )
+    return testbed_dir() / name
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether a spec that does not exist was meant as a local path rather than a hub id."""
+    if text.startswith(("/", ".", "~")):
+        return True
+    parts = Path(text).parts
+    # Hub ids are "name" or "owner/name"; deeper, or under an existing local folder, is a path.
+    return len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+def resolve_device(device: str | None) -> str:
+    if device is not None:
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype | str:
+    """The dtype to load with: "auto" (the checkpoint's own) on accelerators, float32 on CPU.
+
+    CPU defaults to float32 because bfloat16 matmuls there are many times slower.
+    """
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype is None or dtype == "auto":
+        return torch.float32 if torch.device(device).type == "cpu" else "auto"
+    if dtype in _DTYPES:
+        return _DTYPES[dtype]
+    raise ValueError(f"dtype {dtype!r} is not one of: auto, {', '.join(_DTYPES)}")
+
+
+def load_model(
+    spec: str | Path,
+    device: str | None = None,
+    dtype: str | torch.dtype | None = None,
+    *,
+    trust_remote_code: bool = False,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a causal LM and its tokenizer, ready for batched generation.
+
+    spec: a local folder, a hub id, or `loopfix:NAME` for a bundled testbed.
+    device: None picks cuda when available, else cpu.
+    dtype: None or "auto" keeps the checkpoint's dtype on accelerators and uses float32 on CPU.
+
+    The model comes back in eval mode. The tokenizer pads on the left (batched generation
+    appends to the right end of every row); one without a pad token pads with its eos token,
+    and the model's generation config is told so.
+    """
+    device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, device)
+    path = resolve_model_path(spec)
+    try:
+        # Moved after loading: device_map would load straight to the device but needs
+        # accelerate, which loopfix does not depend on.
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except OSError as error:
+        if Path(path).is_dir():
+            raise
+        raise ModelLoadError(
+            f"{path!r} is not a local folder or a bundled testbed ({TESTBED_PREFIX}NAME), "
+            f"and loading it from the Hugging Face Hub failed: {error}"
+        ) from error
+    # transformers wraps Module.to with functools.wraps, which makes mypy see an unbound self.
+    model.to(device).eval()  # type: ignore[arg-type]
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer

@@ -1,0 +1,125 @@
+"""The record that flows through loopfix, and its append-only JSON-lines store.
+
+One `Sample` is one generated continuation: which prompt, which decode settings, the tokens,
+the text, why it stopped, and what the loop detector said. Every stage reads and writes these;
+nothing re-derives what an earlier stage stored.
+
+The store appends one line per sample and flushes it, so a process killed at any moment loses at
+most the sample it was writing; a torn last line is cut away when the store is reopened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FinishReason = Literal["stop", "length", "repetition", "error"]
+
+
+class DecodeSettings(BaseModel):
+    """How one sample was decoded. Temperature 0 means greedy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 = greedy")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
+    top_k: int = Field(0, ge=0, description="keep the k most likely tokens; 0 = off")
+    min_p: float = Field(0.0, ge=0.0, le=1.0, description="drop tokens below min_p * p_top1")
+    repetition_penalty: float = Field(1.0, gt=0.0, description="HF repetition penalty; 1 = off")
+    presence_penalty: float = Field(
+        0.0, ge=-2.0, le=2.0, description="OpenAI presence penalty on generated tokens; 0 = off"
+    )
+    frequency_penalty: float = Field(
+        0.0, ge=-2.0, le=2.0, description="OpenAI frequency penalty on generated tokens; 0 = off"
+    )
+    max_new_tokens: int = Field(256, ge=1, description="generation cap (a 'cut' when reached)")
+    seed: int = Field(0, description="seed of the sampler")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def key(self) -> str:
+        """A stable string that identifies these settings (used for grouping and resuming)."""
+        return json.dumps(self.model_dump(), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One generated continuation of one prompt under one decode setting."""
+
+    prompt_id: str
+    sample_index: int
+    settings: dict[str, Any]
+    tokens: list[int]
+    text: str
+    finish_reason: FinishReason
+    loop: dict[str, Any] | None = None  # the detector's verdict, as `LoopVerdict.to_dict()`
+    correct: bool | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.prompt_id, self.sample_index, json.dumps(self.settings, sort_keys=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "length": self.length}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        fields = {k: v for k, v in data.items() if k != "length"}
+        return cls(**fields)
+
+
+class RecordError(ValueError):
+    """A store line that is not a valid Sample; names the file and line."""
+
+
+class SampleStore:
+    """Append-only JSON-lines file of Samples that survives being killed mid-write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        # A line is only complete once its newline is written; anything after the last newline
+        # is the sample that was in flight when the writer died.
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            with self.path.open("r+b") as handle:
+                handle.truncate(end)
+
+    def __iter__(self) -> Iterator[Sample]:
+        if not self.path.exists():
+            return
+        with self.path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    yield Sample.from_dict(json.loads(line))
+                except (json.JSONDecodeError, TypeError) as error:
+                    raise RecordError(f"{self.path}:{number}: not a sample record: {error}") from error
+
+    def keys(self) -> set[tuple[str, int, str]]:
+        return {sample.key for sample in self}
+
+    def append(self, samples: Iterable[Sample]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            for sample in samples:
+                handle.write(json.dumps(sample.to_dict(), ensure_ascii=False) + "\n")
+                handle.flush()
+            os.fsync(handle.fileno())
