@@ -1,0 +1,156 @@
+"""Loop-detector benchmarks, side by side in one run.
+
+    python bench/bench_detect.py [--repeats 5]
+
+1. LoopMonitor.push: per-token cost at 1k..32k tokens into a stream (should stay flat); in the
+   looping stream the second half loops, so the later blocks run the reporting path.
+2. find_ngram_loop vs a straightforward recount (a Counter of tuple n-grams, stopping at the
+   first count of k) at 8k tokens, on a stream without a loop and on one with a loop.
+3. LoopMonitor.push_batch over 64 streams: microseconds per token per stream.
+4. find_periodic_tail and detect_text on long inputs, for scale.
+
+Each timing is the best of --repeats runs (the machine may be shared); the median is shown too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from loopfix.detect import LoopMonitor, detect_text, find_ngram_loop, find_periodic_tail
+
+VOCAB = 50_000
+
+
+def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(best, median) wall seconds of `function` over `repeats` runs, after one warm-up run."""
+    function()
+    runs = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        runs.append(time.perf_counter() - started)
+    return min(runs), statistics.median(runs)
+
+
+def recount(tokens: list[int], n: int, k: int) -> tuple[int, int] | None:
+    """The straightforward metric: count every n-gram as a tuple until one reaches k."""
+    counts: Counter[tuple[int, ...]] = Counter()
+    for start in range(len(tokens) - n + 1):
+        gram = tuple(tokens[start : start + n])
+        counts[gram] += 1
+        if counts[gram] == k:
+            return start, counts[gram]
+    return None
+
+
+def stream(length: int, looping: bool, seed: int = 0) -> list[int]:
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, VOCAB, length)
+    if looping:  # the second half loops on a 37-token unit
+        unit = rng.integers(0, VOCAB, 37)
+        half = length // 2
+        tokens[half:] = np.resize(unit, length - half)
+    return tokens.tolist()
+
+
+def bench_monitor(repeats: int) -> None:
+    print("1. LoopMonitor.push, one stream of 32k tokens, max_period 512 (us per token)")
+    print("   each 1k-token block timed separately; best and median over the repeats")
+    print(f"   {'tokens':>13} {'iid best':>9} {'iid med':>8} {'loop best':>10} {'loop med':>9}")
+    blocks, size = 32, 1_000
+    table = {}
+    for looping in (False, True):
+        tokens = stream(blocks * size, looping)
+        runs = np.zeros((repeats, blocks))
+        for repeat in range(repeats + 1):  # the first pass warms up
+            monitor = LoopMonitor()
+            for block in range(blocks):
+                started = time.perf_counter()
+                for token in tokens[block * size : (block + 1) * size]:
+                    monitor.push(token)
+                if repeat:
+                    runs[repeat - 1, block] = (time.perf_counter() - started) / size * 1e6
+        table[looping] = (runs.min(axis=0), np.median(runs, axis=0))
+    for block in (0, 3, 7, 15, 31):
+        iid_best, iid_median = (values[block] for values in table[False])
+        loop_best, loop_median = (values[block] for values in table[True])
+        label = f"{block * size // 1000}k-{(block + 1) * size // 1000}k"
+        values = f"{iid_best:>9.2f} {iid_median:>8.2f} {loop_best:>10.2f} {loop_median:>9.2f}"
+        print(f"   {label:>13} {values}")
+    ratio = table[False][0][-1] / table[False][0][0]
+    loop_ratio = table[True][0][-1] / table[True][0][0]
+    print(f"   ratio last/first block (best): iid {ratio:.2f}, loop {loop_ratio:.2f}")
+
+
+def bench_ngram(repeats: int) -> None:
+    print("2. n-gram metric (n=30, k=20) at 8k tokens (ms)")
+    print(f"   {'stream':>8} {'recount':>9} {'find_ngram_loop':>16} {'speed-up':>9}")
+    for looping in (False, True):
+        tokens = stream(8_000, looping)
+        array = np.asarray(tokens)
+        assert (recount(tokens, 30, 20) is None) == (find_ngram_loop(array) is None)
+        slow, _ = timed(lambda tokens=tokens: recount(tokens, 30, 20), repeats)
+        fast, _ = timed(lambda array=array: find_ngram_loop(array), repeats)
+        label = "loop" if looping else "iid"
+        print(f"   {label:>8} {slow * 1e3:>9.2f} {fast * 1e3:>16.3f} {slow / fast:>8.1f}x")
+    tokens = stream(8_000, False)
+    slow, _ = timed(lambda: recount(tokens, 30, 20), repeats)
+    fast, _ = timed(lambda: find_ngram_loop(tokens), repeats)
+    speed = f"{slow * 1e3:>9.2f} {fast * 1e3:>16.3f} {slow / fast:>8.1f}x"
+    print(f"   {'iid list':>8} {speed}  (input a Python list)")
+
+
+def bench_batch(repeats: int) -> None:
+    print("3. LoopMonitor.push_batch, 64 streams x 2000 steps (us per token per stream)")
+    rng = np.random.default_rng(1)
+    steps = rng.integers(0, VOCAB, (2_000, 64))
+    steps[1000:, :8] = np.resize(rng.integers(0, VOCAB, 23), (1000, 1))  # 8 streams loop
+
+    def run() -> None:
+        monitor = LoopMonitor(n_streams=64)
+        for column in steps:
+            monitor.push_batch(column)
+
+    best, median = timed(run, repeats)
+    per = 1e6 / (steps.shape[0] * steps.shape[1])
+    print(f"   best {best * per:.2f}, median {median * per:.2f}")
+
+
+def bench_offline(repeats: int) -> None:
+    print("4. offline checks on long inputs (ms)")
+    for looping in (False, True):
+        tokens = np.asarray(stream(32_000, looping))
+        best, _ = timed(lambda tokens=tokens: find_periodic_tail(tokens), repeats)
+        print(
+            f"   find_periodic_tail, 32k tokens, {'loop' if looping else 'iid'}: {best * 1e3:.2f}"
+        )
+    paragraph = "Wait, let me verify that 84 squared is 7056. 84 * 84 = 7056. Yes.\n\n"
+    words = " ".join(f"word{i % 997}" for i in range(20_000))
+    for label, text in (("looping", words[:40_000] + paragraph * 300), ("clean", words)):
+        best, _ = timed(lambda text=text: detect_text(text), repeats)
+        print(f"   detect_text, {len(text) // 1000}k chars, {label}: {best * 1e3:.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    versions = f"python {platform.python_version()}, numpy {np.__version__}"
+    print(f"{versions}, {os.cpu_count()} CPUs, load average {load:.2f}")
+    bench_monitor(args.repeats)
+    bench_ngram(args.repeats)
+    bench_batch(args.repeats)
+    bench_offline(args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The default detector: `detect_tokens` and `detect_text`, combining the tiers.
+
+Pipeline (the first tier that finds a loop wins):
+1. verbatim: an exactly periodic tail (ending within `tail_slack` tokens of the end), then the
+   paper's n-gram metric anywhere in the sequence;
+2. near: a periodic tail once numbers are masked (text, or tokens with `token_classes`);
+3. segment: lines and sentences recurring exactly at the tail (text only);
+4. semantic: segments restating each other at the tail (text only; lexical or embeddings);
+5. early warning: entropy streak and confidence flywheel from per-step log-probs (tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .config import DetectConfig
+from .early_warning import step_signals, with_early_warning
+from .ids import as_ids
+from .near import find_near_loop
+from .ngram import find_ngram_loop, occurrences
+from .normalize import classes_from_mapping
+from .periodic import find_tail, tail_verdict
+from .segment import find_segment_loop
+from .semantic import find_semantic_loop
+from .text import TokenizedText, split_text, tokenize_with
+from .verdict import NOT_LOOPING, LoopVerdict, Span
+
+
+def _ngram_verdict(ids: np.ndarray, config: DetectConfig) -> LoopVerdict | None:
+    """The n-gram metric as a verdict: the densest chain of occurrences of the n-gram (gaps at
+    most twice the typical gap) gives onset, period and repeats."""
+    found = find_ngram_loop(ids, config.ngram_n, config.ngram_k)
+    if found is None:
+        return None
+    starts = occurrences(ids, found.first_position, config.ngram_n)
+    gaps = np.diff(starts)
+    breaks = np.flatnonzero(gaps > 2 * max(1, int(np.median(gaps))))
+    chains = np.split(starts, breaks + 1)
+    chain = max(chains, key=len)
+    period = int(np.median(np.diff(chain))) if len(chain) > 1 else config.ngram_n
+    onset = int(chain[0])
+    return LoopVerdict(
+        looping=True,
+        kind="verbatim",
+        onset=onset,
+        period=period,
+        repeats=len(chain),
+        span=Span(onset, int(chain[-1]) + config.ngram_n),
+    )
+
+
+def _enough_words(verdict: LoopVerdict, words: np.ndarray, config: DetectConfig) -> bool:
+    """A unit without words (matrix rows, table rules) must repeat `wordless_min_repeats` times."""
+    assert verdict.onset is not None and verdict.period is not None and verdict.repeats is not None
+    unit = words[verdict.onset : verdict.onset + verdict.period]
+    return bool(unit.any()) or verdict.repeats >= config.wordless_min_repeats
+
+
+def _token_tiers(
+    ids: np.ndarray,
+    config: DetectConfig,
+    classes: np.ndarray | None,
+    words: np.ndarray | None,
+    tokens: TokenizedText | None = None,
+) -> LoopVerdict | None:
+    found = find_tail(ids, config, config.tail_slack)
+    if found is not None:
+        verdict = tail_verdict(found[2], found[0], found[1])
+        if words is None or _enough_words(verdict, words, config):
+            return verdict
+    if config.ngram:
+        verdict = _ngram_verdict(ids, config)
+        if verdict is not None:
+            return verdict
+    if config.near and classes is not None and (classes >= 0).any():
+        content = ~(classes >= 0) if words is None else words
+        number_of = None if tokens is None else tokens.number_in
+        return find_near_loop(ids, classes, content, config, number_of)
+    return None
+
+
+def detect_tokens(
+    tokens: Sequence[Hashable] | np.ndarray,
+    config: DetectConfig | None = None,
+    *,
+    logprobs: Sequence[Sequence[float]] | Sequence[float] | np.ndarray | None = None,
+    entropies: Sequence[float] | np.ndarray | None = None,
+    top1: Sequence[float] | np.ndarray | None = None,
+    token_classes: Mapping[int, int] | None = None,
+) -> LoopVerdict:
+    """Detect a loop in a token sequence (model token ids, or any hashable tokens).
+
+    Runs the verbatim tier, the near tier when `token_classes` maps volatile token ids (e.g.
+    every digit token) to a class, and fills the early-warning fields from `logprobs`,
+    `entropies` or `top1` (one value or row per token; see `early_warning.step_signals`).
+    Segment and semantic tiers need text: use `detect_text`.
+    """
+    config = config or DetectConfig()
+    ids = as_ids(tokens)
+    classes = classes_from_mapping(ids, token_classes) if token_classes else None
+    verdict = _token_tiers(ids, config, classes, None) or NOT_LOOPING
+    step_entropy, step_top1 = step_signals(logprobs, entropies, top1)
+    return with_early_warning(verdict, config, step_entropy, step_top1)
+
+
+def _with_text(verdict: LoopVerdict, tokens: TokenizedText) -> LoopVerdict:
+    """Add character offsets and the unit's text to a verdict in the tokens of `tokens`."""
+    assert verdict.span is not None and verdict.onset is not None and verdict.period is not None
+    char_start = tokens.char_of(verdict.onset)
+    end = verdict.span.end
+    return replace(
+        verdict,
+        span=Span(verdict.span.start, end, char_start, int(tokens.ends[end - 1])),
+        evidence=tokens.text[char_start : tokens.char_of(verdict.onset + verdict.period)],
+    )
+
+
+def _in_tokens_of(verdict: LoopVerdict, tokens: TokenizedText) -> LoopVerdict:
+    """Re-express a text-tier verdict (built-in tokens) in the tokens of `tokens`."""
+    assert verdict.span is not None and verdict.span.char_start is not None
+    assert verdict.span.char_end is not None and verdict.evidence is not None
+    onset = tokens.token_at(verdict.span.char_start)
+    unit_end = tokens.token_at(verdict.span.char_start + len(verdict.evidence))
+    end = max(onset + 1, tokens.token_at(verdict.span.char_end))
+    return replace(
+        verdict,
+        onset=onset,
+        period=unit_end - onset,
+        span=Span(onset, end, verdict.span.char_start, verdict.span.char_end),
+    )
+
+
+def detect_text(
+    text: str, tokenizer: Any = None, config: DetectConfig | None = None
+) -> LoopVerdict:
+    """Detect a loop in text; token positions refer to `tokenizer`'s tokens when one is given
+    (an HF tokenizer or any object with `encode`/`decode`), else to the built-in segmentation
+    (words and punctuation, CJK per character, see `text.split_text`)."""
+    config = config or DetectConfig()
+    tokens = split_text(text) if tokenizer is None else tokenize_with(text, tokenizer)
+    classes = np.where(tokens.volatile, 0, -1)
+    verdict = _token_tiers(tokens.ids, config, classes, tokens.words, tokens)
+    if verdict is not None:
+        return _with_text(verdict, tokens)
+    builtin = tokens if tokenizer is None else split_text(text)
+    for enabled, tier in ((config.segment, find_segment_loop), (True, find_semantic_loop)):
+        found = tier(builtin, config) if enabled else None
+        if found is not None:
+            return found if tokenizer is None else _in_tokens_of(found, tokens)
+    return NOT_LOOPING

