@@ -19,14 +19,18 @@ def doctor_command(
     seed: int = typer.Option(12345, help="prompt and sampler seed"),
     temperatures: str = typer.Option("0,1.0", help="comma-separated temperatures"),
     out: Path = typer.Option(Path("doctor"), "--out", help="folder for summary.json and report.md"),
+    threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
 ) -> None:
     """Measure how often a model loops and write a report (default: the bundled testbed).
 
     Example: loopfix doctor            (runs on loopfix:stargraph, writes doctor/)
     """
+    import torch
+
     from loopfix.doctor import NotATestbedError, run_doctor
 
     temps = parse_floats(temperatures, "--temperatures")
+    torch.set_num_threads(threads)
     try:
         with progress_bar() as progress:
             task = progress.add_task("generating", total=n * len(temps))

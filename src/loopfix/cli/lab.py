@@ -103,15 +103,19 @@ def eval_command(
     max_new_tokens: int = typer.Option(48, help="length cap; a walk that reaches it is cut"),
     batch_size: int = typer.Option(250, help="prompts per generate call"),
     json_out: Path | None = typer.Option(None, "--json", help="write the results as JSON here"),
+    threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
 ) -> None:
     """Success, loop rate, legal-move rate and length per temperature, plus the flywheel.
 
     Example: loopfix lab eval loopfix:stargraph --n 1000 --temperatures 0,0.6,1.0 --json eval.json
     """
+    import torch
+
     from loopfix.lab.evaluate import evaluate_testbed
     from loopfix.models import load_model
 
     temps = parse_floats(temperatures, "--temperatures")
+    torch.set_num_threads(threads)
     loaded, tokenizer = load_model(model)
     with progress_bar() as progress:
         task = progress.add_task("generating", total=n * len(temps))
