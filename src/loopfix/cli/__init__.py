@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from loopfix.cli import doctor, lab, scan
+from loopfix.cli import detect, doctor, lab
 
 app = typer.Typer(
     name="loopfix",
@@ -13,7 +13,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
-for _module in (doctor, lab, scan):
+for _module in (detect, doctor, lab):
     _module.register(app)
 
 
