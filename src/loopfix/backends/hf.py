@@ -92,7 +92,7 @@ class PenaltyProcessor(LogitsProcessor):
     def __init__(self, prompt_width: int, presence: float, frequency: float) -> None:
         self.prompt_width, self.presence, self.frequency = prompt_width, presence, frequency
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
         generated = input_ids[:, self.prompt_width :]
         if generated.shape[1] == 0:
             return scores
@@ -109,7 +109,7 @@ class StepStatistics(LogitsProcessor):
         self.top1: list[torch.Tensor] = []
         self.entropy: list[torch.Tensor] = []
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
         log_probs = torch.log_softmax(scores.float(), dim=-1)
         probs = log_probs.exp()
         self.top1.append(probs.max(dim=-1).values.cpu())
@@ -163,7 +163,7 @@ def generate(
             extra.append(statistics)
         if not settings.greedy:
             torch.manual_seed(settings.seed * 1_000_003 + start)
-        output = model.generate(
+        output = model.generate(  # type: ignore[operator]
             input_ids=ids,
             attention_mask=mask,
             generation_config=config,
@@ -231,7 +231,7 @@ class HFBackend:
                 processors=self.processors,
             )
             for offset, result in enumerate(results):
-                text = self.tokenizer.decode(result.tokens, skip_special_tokens=True)
+                text = str(self.tokenizer.decode(result.tokens, skip_special_tokens=True))
                 yield (
                     start + offset,
                     Generation(

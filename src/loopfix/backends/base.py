@@ -1,0 +1,84 @@
+"""The `Backend` protocol every generation backend implements, and the values it trades in.
+
+A scan hands a backend `Request`s (one per prompt and sample) with one `DecodeSettings`, and
+the backend yields `(index, Generation)` pairs as they finish, in any order, so the scan can
+store each batch before the next one starts. Records are identical in shape for every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from loopfix.records import DecodeSettings, FinishReason
+
+__all__ = ["Backend", "BackendError", "Generation", "Request"]
+
+
+class BackendError(RuntimeError):
+    """A backend that cannot go on (server unreachable, malformed reply, missing package)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One prompt to continue once.
+
+    ids: prompt token ids, when a local tokenizer rendered them (hf, vllm).
+    text / messages: the prompt for a backend that tokenizes remotely (openai).
+    seed: this sample's own seed, for backends that seed per request.
+    """
+
+    ids: list[int] | None = None
+    text: str | None = None
+    messages: list[dict[str, str]] | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What a backend returns for one request.
+
+    tokens: generated ids (EOS included when it stopped); empty when a server did not return
+        ids, and then the detector reads `text` instead.
+    text: the decoded continuation (None: the caller decodes `tokens`).
+    reasoning: a server's separate `reasoning_content`, when it split it off.
+    top1 / entropy: per generated token, the probability of the most likely token and the
+        entropy (nats) of the distribution it was drawn from, when capture was asked for.
+    error: why a request failed (finish_reason "error").
+    """
+
+    tokens: list[int]
+    finish_reason: FinishReason
+    text: str | None = None
+    reasoning: str | None = None
+    top1: list[float] | None = None
+    entropy: list[float] | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A way to generate: local transformers, offline vLLM, an OpenAI-compatible server, Ray.
+
+    name: "hf", "vllm", "openai", "ray".
+    tokenizer: the local tokenizer used to build `Request.ids` and decode; None when the
+        backend's server tokenizes (requests then carry text or messages).
+    context_length: the longest prompt + continuation, in tokens; None when unknown.
+    batch_size: how many requests the caller should hand over at once.
+    """
+
+    name: str
+    tokenizer: Any
+    context_length: int | None
+    batch_size: int
+
+    def generate(
+        self, requests: Sequence[Request], settings: DecodeSettings
+    ) -> Iterator[tuple[int, Generation]]:
+        """Continue every request once; yield (position in `requests`, result) as they finish."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (threads, connections, engines)."""
+        ...
