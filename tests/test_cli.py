@@ -19,12 +19,27 @@ def test_help_lists_every_verb_with_a_description() -> None:
 
 def test_lab_train_then_eval_writes_the_json_shape(tmp_path: Path) -> None:
     model = tmp_path / "testbed"
-    trained = runner.invoke(app, ["lab", "train", "--out", str(model), "--steps", "3",
-                                  "--threads", "1"])
+    trained = runner.invoke(
+        app, ["lab", "train", "--out", str(model), "--steps", "3", "--threads", "1"]
+    )
     assert trained.exit_code == 0, trained.output
     out = tmp_path / "eval.json"
-    result = runner.invoke(app, ["lab", "eval", str(model), "--n", "20", "--temperatures", "0,1",
-                                 "--max-new-tokens", "12", "--json", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "lab",
+            "eval",
+            str(model),
+            "--n",
+            "20",
+            "--temperatures",
+            "0,1",
+            "--max-new-tokens",
+            "12",
+            "--json",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert [s["temperature"] for s in data["settings"]] == [0.0, 1.0]

@@ -66,12 +66,13 @@ def run_doctor(
 
 
 def render_report(model_spec: str, evaluation: LabEvaluation) -> str:
+    ratio = evaluation.max_new_tokens / evaluation.teacher_mean_length
     lines = [
         f"# loopfix doctor: {model_spec}",
         "",
-        f"{evaluation.settings[0].n} fresh star-graph prompts (seed {evaluation.seed}), length cap "
-        f"{evaluation.max_new_tokens} tokens ({evaluation.max_new_tokens / evaluation.teacher_mean_length:.1f}x "
-        "the teacher's mean walk). A loop is a walk that hits the cap while its tail is exactly periodic.",
+        f"{evaluation.settings[0].n} fresh star-graph prompts (seed {evaluation.seed}), length "
+        f"cap {evaluation.max_new_tokens} tokens ({ratio:.1f}x the teacher's mean walk). A loop "
+        "is a walk that hits the cap while its tail is exactly periodic.",
         "",
         "| temperature | success | loop rate | cut rate | legal moves | mean length | failures |",
         "|---:|---:|---:|---:|---:|---:|---|",
@@ -85,7 +86,8 @@ def render_report(model_spec: str, evaluation: LabEvaluation) -> str:
     flywheel = ", ".join(f"{p:.2f}" for p in evaluation.flywheel)
     lines += [
         "",
-        f"Confidence flywheel, P(enter the same wrong arm again) after 1..6 verbatim repeats: {flywheel}.",
+        "Confidence flywheel, P(enter the same wrong arm again) after 1..6 verbatim repeats: "
+        f"{flywheel}.",
         "",
     ]
     greedy = evaluation.settings[0]

@@ -112,7 +112,9 @@ class SampleStore:
                 try:
                     yield Sample.from_dict(json.loads(line))
                 except (json.JSONDecodeError, TypeError) as error:
-                    raise RecordError(f"{self.path}:{number}: not a sample record: {error}") from error
+                    raise RecordError(
+                        f"{self.path}:{number}: not a sample record: {error}"
+                    ) from error
 
     def keys(self) -> set[tuple[str, int, str]]:
         return {sample.key for sample in self}

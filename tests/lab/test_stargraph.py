@@ -20,8 +20,12 @@ def test_graph_shape_and_prompt_layout() -> None:
     assert len(nodes) == 1 + 3 * 4  # distinct labels
     assert len(graph.edges) == 12
     prompt = render(graph.prompt_ids()).split()
-    assert prompt[0] == "<s>" and prompt[-4:] == ["?", NODE_NAMES[graph.root],
-                                                   NODE_NAMES[graph.target], ":"]
+    assert prompt[0] == "<s>" and prompt[-4:] == [
+        "?",
+        NODE_NAMES[graph.root],
+        NODE_NAMES[graph.target],
+        ":",
+    ]
     assert prompt[3::3][:12] == [","] * 12  # one separator after each edge
 
 
@@ -55,8 +59,9 @@ def test_looping_walk_repeats_its_last_excursion_verbatim() -> None:
 
 
 def test_checker_scores_failures() -> None:
-    graph = StarGraph(root=0, arms=((1, 2), (3, 4)), edges=((0, 1), (1, 2), (0, 3), (3, 4)),
-                      target_arm=1)
+    graph = StarGraph(
+        root=0, arms=((1, 2), (3, 4)), edges=((0, 1), (1, 2), (0, 3), (3, 4)), target_arm=1
+    )
     assert score_walk(graph, [0, 3, 4, EOS_ID]).success
     wrong_stop = score_walk(graph, [0, 1, 2, EOS_ID])
     assert wrong_stop.valid and not wrong_stop.success and wrong_stop.final_node == 2

@@ -6,16 +6,18 @@ from transformers import AutoModelForCausalLM
 
 from loopfix.lab.train import TrainConfig, train
 
-TINY = TrainConfig(steps=25, batch_size=16, warmup_steps=4, threads=1, loop_fraction=0.25,
-                   loop_batch_fraction=1.0)
+TINY = TrainConfig(
+    steps=25, batch_size=16, warmup_steps=4, threads=1, loop_fraction=0.25, loop_batch_fraction=1.0
+)
 
 
 def test_training_learns_saves_a_loadable_hf_folder_and_is_deterministic(tmp_path: Path) -> None:
     first = train(TINY, tmp_path / "a")
     train(TINY, tmp_path / "b")
     loaded = {name: AutoModelForCausalLM.from_pretrained(tmp_path / name) for name in "ab"}
-    for (name, p), (_, q) in zip(loaded["a"].named_parameters(), loaded["b"].named_parameters(),
-                                 strict=True):
+    for (name, p), (_, q) in zip(
+        loaded["a"].named_parameters(), loaded["b"].named_parameters(), strict=True
+    ):
         assert torch.equal(p, q), name
     model = loaded["a"]
     assert model.model.layers[0].mlp.down_proj.weight.shape == (64, 256)

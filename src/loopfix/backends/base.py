@@ -46,6 +46,8 @@ class Generation:
     top1 / entropy: per generated token, the probability of the most likely token and the
         entropy (nats) of the distribution it was drawn from, when capture was asked for.
     error: why a request failed (finish_reason "error").
+    guards: what decode-time guards did to this sample (rescues with position and period, a
+        cut), stored in the sample's record as `meta.guards`.
     """
 
     tokens: list[int]
@@ -55,6 +57,7 @@ class Generation:
     top1: list[float] | None = None
     entropy: list[float] | None = None
     error: str | None = None
+    guards: dict[str, Any] | None = None
 
 
 @runtime_checkable

@@ -35,7 +35,11 @@ def doctor_command(
         with progress_bar() as progress:
             task = progress.add_task("generating", total=n * len(temps))
             evaluation = run_doctor(
-                model, out, n=n, seed=seed, temperatures=temps,
+                model,
+                out,
+                n=n,
+                seed=seed,
+                temperatures=temps,
                 on_batch=lambda done: progress.advance(task, done),
             )
     except NotATestbedError as error:

@@ -35,7 +35,9 @@ def parse_floats(text: str, option: str) -> list[float]:
     try:
         return [float(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise typer.BadParameter(f"expected comma-separated numbers, got {text!r}", param_hint=option)
+        raise typer.BadParameter(
+            f"expected comma-separated numbers, got {text!r}", param_hint=option
+        ) from None
 
 
 def evaluation_table(evaluation: object, title: str) -> Table:
@@ -64,7 +66,9 @@ def evaluation_table(evaluation: object, title: str) -> Table:
 @lab_app.command("train")
 def train_command(
     out: Path = typer.Option(..., "--out", help="folder to write the HF model into"),
-    variant: str = typer.Option("stargraph", help="stargraph (2% looping teacher) or stargraph-clean"),
+    variant: str = typer.Option(
+        "stargraph", help="stargraph (2% looping teacher) or stargraph-clean"
+    ),
     seed: int = typer.Option(0, help="seed for weights and data"),
     steps: int | None = typer.Option(None, help="optimizer steps (default: the variant's)"),
     threads: int = typer.Option(2, help="torch CPU threads"),
@@ -76,7 +80,9 @@ def train_command(
     from loopfix.lab.train import VARIANTS, train
 
     if variant not in VARIANTS:
-        raise typer.BadParameter(f"unknown variant; choose from {', '.join(VARIANTS)}", param_hint="--variant")
+        raise typer.BadParameter(
+            f"unknown variant; choose from {', '.join(VARIANTS)}", param_hint="--variant"
+        )
     update: dict[str, object] = {"seed": seed, "threads": threads}
     if steps is not None:
         update["steps"] = steps
@@ -85,7 +91,9 @@ def train_command(
         task = progress.add_task(f"training {variant}", total=config.steps)
 
         def on_step(step: int, loss: float) -> None:
-            progress.update(task, completed=step + 1, description=f"training {variant} loss {loss:.3f}")
+            progress.update(
+                task, completed=step + 1, description=f"training {variant} loss {loss:.3f}"
+            )
 
         metadata = train(config, out, on_step)
     console.print(
@@ -120,8 +128,13 @@ def eval_command(
     with progress_bar() as progress:
         task = progress.add_task("generating", total=n * len(temps))
         evaluation = evaluate_testbed(
-            loaded, tokenizer, n=n, seed=seed, temperatures=temps,
-            max_new_tokens=max_new_tokens, batch_size=batch_size,
+            loaded,
+            tokenizer,
+            n=n,
+            seed=seed,
+            temperatures=temps,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
             on_batch=lambda done: progress.advance(task, done),
         )
     console.print(evaluation_table(evaluation, f"{model}: {n} fresh graphs, cap {max_new_tokens}"))

@@ -158,7 +158,11 @@ def repeat_probe_batch(
 
 @torch.inference_mode()
 def flywheel(
-    model: PreTrainedModel, config: TrainConfig, count: int = 300, seed: int = 4242, repeats: int = 6
+    model: PreTrainedModel,
+    config: TrainConfig,
+    count: int = 300,
+    seed: int = 4242,
+    repeats: int = 6,
 ) -> tuple[list[float], list[float]]:
     """Mean P(enter the repeated arm again) and P(enter the target's arm) after 1..repeats
     completed verbatim repeats of a wrong excursion (teacher-forced, full distribution)."""
@@ -176,8 +180,14 @@ def flywheel(
 def teacher_mean_length(config: TrainConfig, count: int = 2000, seed: int = EVAL_SEED) -> float:
     rng = random.Random(seed)
     lengths = [
-        len(teacher_walk(rng, make_graph(rng, config.arms, config.depth), config.p_correct,
-                         config.p_backtrack))
+        len(
+            teacher_walk(
+                rng,
+                make_graph(rng, config.arms, config.depth),
+                config.p_correct,
+                config.p_backtrack,
+            )
+        )
         for _ in range(count)
     ]
     return float(np.mean(lengths))

@@ -39,6 +39,8 @@ def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, A
         meta["entropy"] = [round(h, 5) for h in generation.entropy]
     if generation.error is not None:
         meta["error"] = generation.error
+    if generation.guards is not None:
+        meta["guards"] = generation.guards
     return meta
 
 

@@ -1,0 +1,151 @@
+"""`rescue`: undo a loop instead of ending the answer.
+
+Steps, per row:
+1. A `LoopMonitor` watches the generated tokens.
+2. On a loop (onset o, period p), if the row still has budget, a rescue is recorded
+   (position, period, banned token) and a rollback is requested: to o (`at="onset"`, removing
+   every copy of the unit), to o + p (`at="repeat"`, keeping one statement of it), or to the
+   position of the first copy where the model was least sure (`at="uncertain"`: the lowest
+   top-1 probability in [o, o + p), recorded as each token was chosen). The token that began
+   the repeat is often forced by what precedes it (a newline after a sentence); the least sure
+   step is where the loop chose its branch. `uncertain` is the default: on the testbed, rolling
+   back to the onset banned the walk's forced first step and lost accuracy (docs/guards.md).
+   Without recorded confidences (a driver that never called `apply`) it falls back to the onset.
+3. The driver rolls every guard of the row back (and, with HF, crops the KV cache); this guard
+   then bans, at that position, the token that began the repeat there. Bans at a position
+   accumulate over rescues, so a second rescue at the same place tries a third token.
+4. Optionally the next `bump_steps` steps are sampled at `bump_temperature`.
+A driver that cannot roll back (vLLM) uses `rollback=False`: the token the cycle would produce
+is banned instead, at the next position (`onset`, `repeat`) or at the next time the cycle comes
+round to its least sure step (`uncertain`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from loopfix.detect import LoopMonitor
+from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
+from loopfix.guards.temperature import retemper_
+from loopfix.guards.watch import WatchParams, new_monitor
+
+__all__ = ["RescueGuard", "RescueParams", "RescueState"]
+
+
+class RescueParams(WatchParams):
+    budget: int = Field(4, ge=0, description="rescues allowed per sequence")
+    at: Literal["onset", "repeat", "uncertain"] = Field(
+        "uncertain",
+        description="roll back to the loop's onset, its first repeat, or its least sure step",
+    )
+    bump_temperature: float | None = Field(
+        None, ge=0.0, description="temperature right after a rescue; None = unchanged"
+    )
+    bump_steps: int = Field(8, ge=0, description="steps the bumped temperature lasts")
+
+
+@dataclass
+class RescueState:
+    monitor: LoopMonitor
+    bans: dict[int, set[int]] = field(default_factory=dict)  # output position -> banned tokens
+    rescues: list[dict[str, int]] = field(default_factory=list)
+    confidence: list[float] = field(default_factory=list)  # top-1 probability per position
+    pending: int | None = None  # output length to roll back to
+    bumped: int = 0
+    replaying: bool = False
+
+
+class RescueGuard(Guard):
+    name = "rescue"
+    Params = RescueParams
+
+    def __init__(
+        self,
+        params: GuardParams | None = None,
+        context: GuardContext | None = None,
+        rollback: bool = True,
+    ) -> None:
+        super().__init__(params, context)
+        self.can_roll_back = rollback
+
+    def start(self, row: Row) -> RescueState:
+        old: RescueState | None = row.state
+        state = RescueState(new_monitor(row.params))
+        if old is not None:  # a rollback: the ledger survives, the monitor restarts
+            state.bans, state.rescues, state.bumped = old.bans, old.rescues, old.bumped
+            state.confidence = old.confidence
+            state.replaying = True
+        return state
+
+    def observe(self, row: Row, token: int) -> None:
+        state: RescueState = row.state
+        if row.output_length <= 0:  # a prompt token
+            return
+        verdict = state.monitor.push(token)
+        if verdict is None or state.replaying or len(state.rescues) >= row.params.budget:
+            return
+        onset, period = int(verdict.onset or 0), int(verdict.period or 1)
+        output = row.output
+        branch = self._branch(row.params, state, onset, period)
+        if self.can_roll_back:
+            position = state.pending = branch
+        else:  # the next position in the same phase of the cycle as the branch
+            position = len(output) + (branch - len(output)) % period
+        banned = output[branch]
+        state.bans.setdefault(position, set()).add(banned)
+        state.rescues.append(
+            {"detected_at": len(output), "position": position, "period": period, "token": banned}
+        )
+
+    @staticmethod
+    def _branch(params: RescueParams, state: RescueState, onset: int, period: int) -> int:
+        if params.at == "repeat":
+            return onset + period
+        first_copy = state.confidence[onset : onset + period]
+        if params.at == "uncertain" and len(first_copy) == period:
+            return onset + first_copy.index(min(first_copy))
+        return onset
+
+    def rollback(self, row: int, output_length: int) -> None:
+        super().rollback(row, output_length)
+        state: RescueState = self.rows[row].state
+        state.replaying, state.pending = False, None
+        # Bans past the rollback point belonged to the abandoned branch.
+        state.bans = {at: banned for at, banned in state.bans.items() if at <= output_length}
+        del state.confidence[output_length:]
+        state.bumped = _bump_steps(self.rows[row].params)
+
+    def pending(self) -> dict[int, int]:
+        """row -> output length to roll back to, for every row that asked for a rescue."""
+        return {
+            index: row.state.pending
+            for index, row in self.rows.items()
+            if row.state.pending is not None
+        }
+
+    def rescues(self, row: int) -> list[dict[str, Any]]:
+        return list(self.rows[row].state.rescues)
+
+    def adjust(self, row: Row, logits: torch.Tensor) -> None:
+        state: RescueState = row.state
+        if row.params.at == "uncertain":
+            del state.confidence[row.output_length :]  # a step taken again after a rollback
+            state.confidence.append(float(torch.softmax(logits.float(), dim=-1).max()))
+        banned = state.bans.get(row.output_length)
+        if banned:
+            keep = logits.clone()
+            index = torch.tensor(sorted(banned), dtype=torch.long, device=logits.device)
+            logits[index] = -float("inf")
+            if torch.isinf(logits).all():  # never ban every token: undo and let it be
+                logits.copy_(keep)
+        if state.bumped and row.params.bump_temperature is not None:
+            state.bumped -= 1
+            retemper_(logits, row.temperature, row.params.bump_temperature, row.generator)
+
+
+def _bump_steps(params: RescueParams) -> int:
+    return params.bump_steps if params.bump_temperature is not None else 0

@@ -1,0 +1,69 @@
+"""`report.html` of a guard comparison: the table, and loop rate / accuracy per guard."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from loopfix.report import Series, rate_chart
+
+__all__ = ["COLUMNS", "write_compare_report"]
+
+COLUMNS = (
+    ("guard", "guard"),
+    ("temperature", "T"),
+    ("n", "n"),
+    ("loop_rate", "loop"),
+    ("cut_rate", "cut"),
+    ("accuracy", "accuracy"),
+    ("mean_length", "mean length"),
+    ("rescues", "rescues done"),
+    ("rescued_samples", "rescued vs none"),
+    ("regressions", "regressions vs none"),
+    ("tokens_per_s", "tokens/s"),
+)
+
+
+def cell(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key in ("loop_rate", "cut_rate", "accuracy"):
+        return f"{value:.1%}"
+    if isinstance(value, float):
+        return f"{value:.1f}" if key != "temperature" else f"{value:g}"
+    return str(value)
+
+
+def write_compare_report(path: Path, summary: dict[str, Any]) -> None:
+    entries = summary["entries"]
+    head = "".join(f"<th>{escape(label)}</th>" for _, label in COLUMNS)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{escape(cell(k, e[k]))}</td>" for k, _ in COLUMNS) + "</tr>"
+        for e in entries
+    )
+    temperatures = summary["temperatures"]
+    guards = list(dict.fromkeys(e["guard"] for e in entries))
+
+    def series(metric: str) -> list[Series]:
+        by_key = {(e["guard"], e["temperature"]): e[metric] for e in entries}
+        return [
+            Series(
+                guard, [by_key.get((guard, t)) for t in temperatures], [None] * len(temperatures)
+            )
+            for guard in guards
+        ]
+
+    charts = "".join(
+        rate_chart(title, temperatures, series(metric))
+        for title, metric in (("loop rate", "loop_rate"), ("accuracy", "accuracy"))
+    )
+    page = (
+        "<!doctype html><meta charset=utf-8><title>loopfix compare</title>"
+        "<style>table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}"
+        "</style>"
+        f"<h1>Guards on {escape(summary['model'])} / {escape(summary['suite'])}</h1>"
+        f"<p>{escape(summary['rescues_and_regressions'])}</p>"
+        f"<table><tr>{head}</tr>{rows}</table><div>{charts}</div>"
+    )
+    path.write_text(page, encoding="utf-8")

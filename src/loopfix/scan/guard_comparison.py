@@ -1,0 +1,163 @@
+"""`run_compare`: every guard on the same prompts and seeds, paired against "none".
+
+Steps:
+1. Check every guard spec and argument before anything loads (a typo fails in a second), and
+   refuse an output directory that holds a comparison with other guards or arguments.
+2. Load the model once.
+3. For each guard and temperature, run (or resume) one scan into `DIR/runs/GUARD/T` with the
+   same suite, seeds and settings, generating through `GuardedHFBackend`; what the guards did
+   per sample (rescues with position and period, cuts) lands in each record's `meta.guards`,
+   and the generation time in `timing.json`.
+4. For each guard and temperature: the scan's own summary (loop, cut, accuracy, length), the
+   pairs against "none" (rescues / regressions, McNemar), rescues performed, tokens per second.
+5. Write `DIR/summary.json` and `DIR/report.html`; return the summary.
+
+This module sits above `loopfix.scan` (the CLI imports it; nothing in `guards` does).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loopfix.backends.guarded import GuardedHFBackend
+from loopfix.guards.base import GuardContext, GuardError
+from loopfix.guards.registry import parse_guards
+from loopfix.records import SampleStore
+from loopfix.scan import ScanConfig, compare_samples, run_scan
+
+__all__ = ["CompareConfig", "run_compare"]
+
+BASELINE = "none"
+
+
+class CompareConfig(BaseModel):
+    """One comparison: the scan settings shared by every guard, and the guards."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scan: ScanConfig = Field(description="model, suite, n, seed, temperatures, out (HF backend)")
+    guards: list[str] = Field(
+        ["none", "penalty", "dry", "ngram", "entropy-temp", "adaptive-temp", "rescue"],
+        min_length=1,
+        description="guard specs to compare, each a chain like 'rescue+dry'",
+    )
+    guard_args: dict[str, Any] = Field({}, description="'guard.parameter' -> value")
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "guards": self.guards,
+            "guard_args": self.guard_args,
+            "scan": self.scan.model_dump(mode="json", exclude={"out", "temperatures"}),
+        }
+
+
+def _check(config: CompareConfig) -> list[str]:
+    guards = list(dict.fromkeys(config.guards))
+    if BASELINE not in guards:
+        guards.insert(0, BASELINE)  # everything is paired against it
+    mentioned = {key.partition(".")[0] for key in config.guard_args}
+    in_specs = {name for spec in guards for name in parse_guards(spec).names}
+    unused = sorted(mentioned - in_specs)
+    if unused:
+        raise GuardError(f"--guard-arg for {', '.join(unused)}, which no compared guard uses")
+    for spec in guards:
+        _chain(spec, config.guard_args, None)
+    path = Path(config.scan.out) / "compare.json"
+    if path.exists() and json.loads(path.read_text()) != config.identity():
+        raise GuardError(
+            f"{path.parent} holds a comparison with other guards or settings; "
+            "rerun with the same options to resume it, or choose another --out"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config.identity(), indent=1) + "\n")
+    return guards
+
+
+def _chain(spec: str, guard_args: dict[str, Any], context: GuardContext | None) -> Any:
+    names = set(parse_guards(spec).names)
+    own = {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
+    return parse_guards(spec, own, context)
+
+
+def _run_one(
+    config: CompareConfig, spec: str, temperature: float, model: Any, tokenizer: Any
+) -> Path:
+    out = Path(config.scan.out) / "runs" / spec / f"T{temperature:g}"
+    scan = config.scan.model_copy(update={"temperatures": [temperature], "out": out})
+    context = GuardContext.from_tokenizer(tokenizer, model.config.vocab_size)
+    backend = GuardedHFBackend(
+        model, tokenizer, lambda: _chain(spec, config.guard_args, context), scan.batch_size
+    )
+    result = run_scan(scan, backend=backend)
+    timing = _read_json(out / "timing.json", {"tokens": 0, "seconds": 0.0})
+    if result.generated:  # a resumed run adds what it generated to what was timed before
+        timing = {
+            "tokens": timing["tokens"] + backend.tokens,
+            "seconds": timing["seconds"] + backend.seconds,
+        }
+        (out / "timing.json").write_text(json.dumps(timing) + "\n")
+    return out
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> dict[str, Any]:
+    summary = _read_json(run / "summary.json", {})["settings"][0]
+    records = list(SampleStore(run / "records.jsonl"))
+    try:
+        paired = compare_samples(list(SampleStore(baseline / "records.jsonl")), records)["overall"]
+    except ValueError:  # no generated pairs (every prompt over-long): nothing to compare
+        paired = dict.fromkeys(("rescues", "regressions", "mcnemar_p", "loops_removed"), None)
+        paired["loops_added"] = None
+    timing = _read_json(run / "timing.json", {"tokens": 0, "seconds": 0.0})
+    return {
+        "guard": spec,
+        "temperature": temperature,
+        "n": summary["n"],
+        "loop_rate": summary["loop_rate"],
+        "cut_rate": summary["cut_rate"],
+        "accuracy": summary["accuracy"],
+        "mean_length": summary["mean_length"],
+        "rescues": sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
+        "rescued_samples": paired["rescues"],
+        "regressions": paired["regressions"],
+        "mcnemar_p": paired["mcnemar_p"],
+        "loops_removed": paired["loops_removed"],
+        "loops_added": paired["loops_added"],
+        "tokens_per_s": timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
+        "run": str(run),
+    }
+
+
+def run_compare(config: CompareConfig) -> dict[str, Any]:
+    """Run (or resume) the comparison; see the module docstring for the steps."""
+    from loopfix.models import load_model
+    from loopfix.report.guard_comparison import write_compare_report
+
+    guards = _check(config)
+    model, tokenizer = load_model(
+        config.scan.model, device=config.scan.device, dtype=config.scan.dtype
+    )
+    entries = []
+    for temperature in config.scan.temperatures:
+        runs = {spec: _run_one(config, spec, temperature, model, tokenizer) for spec in guards}
+        entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
+    summary = {
+        "model": config.scan.model,
+        "suite": config.scan.suite,
+        "config": config.identity(),
+        "temperatures": config.scan.temperatures,
+        "rescues_and_regressions": "paired against 'none' on (prompt, sample): a rescue is "
+        "wrong there and right here, a regression the reverse",
+        "entries": entries,
+    }
+    out = Path(config.scan.out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_compare_report(out / "report.html", summary)
+    return summary
