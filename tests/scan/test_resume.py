@@ -81,7 +81,10 @@ def ctrl_c_midway(config: ScanConfig, backend, stored: int) -> None:
     """SIGINT to this process once a few more records are stored (as Ctrl-C in a terminal)."""
     out = Path(config.out)
     sender = threading.Thread(
-        target=lambda: (wait_for_lines(out, stored + 4), os.kill(os.getpid(), signal.SIGINT))
+        target=lambda: (
+            wait_for_lines(out, min(stored + 4, TOTAL)),
+            os.kill(os.getpid(), signal.SIGINT),
+        )
     )
     sender.start()
     with pytest.raises(KeyboardInterrupt):
@@ -99,7 +102,8 @@ def test_kill_9_then_ctrl_c_then_resume_equals_an_uninterrupted_run(
 
     ctrl_c_midway(config, testbed_backend, after_kill)
     stored = [json.loads(line) for line in lines(config.out)]  # every line a whole record
-    assert len(stored) == len(keyed(stored)) >= after_kill + 4
+    # The kill may land late on a loaded machine; the interrupt then needs fewer new records.
+    assert len(stored) == len(keyed(stored)) >= min(after_kill + 4, TOTAL)
 
     run_scan(config, backend=testbed_backend)
     rows = [json.loads(line) for line in lines(config.out)]
