@@ -45,11 +45,13 @@ def evaluation_table(evaluation: object, title: str) -> Table:
 
     assert isinstance(evaluation, LabEvaluation)
     table = Table(title=title)
-    for column in ("temperature", "n", "success", "loop rate", "legal moves", "cut", "mean length"):
-        table.add_column(column, justify="right")
-    table.add_column("where the failures went")
+    for column in ("T", "n", "success", "loops", "legal", "cut", "mean len"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("failures: where they went")
     for row in evaluation.settings:
-        failures = ", ".join(f"{k} {v}" for k, v in row.outcomes.items() if k != "success" and v)
+        failures = ", ".join(
+            f"{k.replace('_', ' ')} {v}" for k, v in row.outcomes.items() if k != "success" and v
+        )
         table.add_row(
             f"{row.temperature:g}",
             str(row.n),
