@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from loopfix.cli.lab import console, evaluation_table, parse_floats, progress_bar
+from loopfix.cli.common import console, parse_floats, progress_bar
+from loopfix.cli.lab import evaluation_table
 
 
 def register(app: typer.Typer) -> None:

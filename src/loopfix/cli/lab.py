@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console()
+from loopfix.cli.common import console, parse_floats, progress_bar
+
 lab_app = typer.Typer(
     help="The bundled star-graph testbed: train it, evaluate it.", no_args_is_help=True
 )
@@ -17,27 +16,6 @@ lab_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(lab_app, name="lab", help="Train or evaluate the star-graph testbed model.")
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-
-
-def parse_floats(text: str, option: str) -> list[float]:
-    try:
-        return [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise typer.BadParameter(
-            f"expected comma-separated numbers, got {text!r}", param_hint=option
-        ) from None
 
 
 def evaluation_table(evaluation: object, title: str) -> Table:

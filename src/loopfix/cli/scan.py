@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console()
+from loopfix.cli.common import console, parse_floats, progress_bar
+
 DEFAULT_OUT = Path("scan")
 
 EXAMPLES = "\n\n".join(
@@ -31,13 +30,6 @@ def register(app: typer.Typer) -> None:
     app.command("scan", help="Measure how often a model loops, per decode setting." + EXAMPLES)(
         scan_command
     )
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"expected comma-separated numbers, got {text!r}") from None
 
 
 def _percent(value: float | None) -> str:
@@ -126,18 +118,6 @@ def _run_compare(runs: list[Path], out: Path | None) -> None:
         console.print(f"wrote {out / 'compare.json'}")
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-
-
 def _run(config: Any) -> None:
     from loopfix.backends.base import BackendError
     from loopfix.models import ModelLoadError
@@ -145,7 +125,7 @@ def _run(config: Any) -> None:
     from loopfix.suites import SuiteError
 
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("scanning", total=None)
 
             def on_progress(advance: int, total: int | None) -> None:
@@ -218,7 +198,7 @@ def scan_command(
                 "model": model,
                 "suite": suite,
                 "n": n,
-                "temperatures": _floats(temperatures),
+                "temperatures": parse_floats(temperatures, "--temperatures"),
                 "samples": samples,
                 "seed": seed,
                 "max_new_tokens": max_new_tokens,
