@@ -9,6 +9,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 console = Console()
 
 
+def examples(*commands: str) -> str:
+    """An "Examples:" block for a command's help: one paragraph per command, after the one-line
+    description that `loopfix --help` lists."""
+    return "\n\n".join(["", "Examples:", *commands])
+
+
 def progress_bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"),

@@ -6,18 +6,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
+from loopfix.cli.common import console, examples
 
-EXAMPLES = """
-Examples:
-  loopfix compare loopfix:stargraph --suite stargraph --n 100 --temperatures 0,0.6 --out runs/guards
-  loopfix compare loopfix:stargraph --guards none,dry,rescue+dry --guard-arg dry.multiplier=0.8
-  loopfix compare Qwen/Qwen3-0.6B --suite arith --guards none,penalty,rescue \\
-      --guard-arg penalty.presence=1.5 --max-new-tokens 4096
-"""
+EXAMPLES = examples(
+    "loopfix compare loopfix:stargraph --suite stargraph --n 100 --temperatures 0,0.6 "
+    "--out runs/guards",
+    "loopfix compare loopfix:stargraph --guards none,dry,rescue+dry --guard-arg dry.multiplier=0.8",
+    "loopfix compare Qwen/Qwen3-0.6B --suite arith --guards none,penalty,rescue "
+    "--guard-arg penalty.presence=1.5 --max-new-tokens 4096",
+)
 DEFAULT_GUARDS = "none,penalty,dry,ngram,entropy-temp,adaptive-temp,rescue"
 
 

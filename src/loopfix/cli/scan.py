@@ -9,20 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, parse_floats, progress_bar
+from loopfix.cli.common import console, examples, parse_floats, progress_bar
 
 DEFAULT_OUT = Path("scan")
 
-EXAMPLES = "\n\n".join(
-    [
-        "",
-        "Examples:",
-        "loopfix scan loopfix:stargraph --n 200 --temperatures 0,0.6,1.0 --out runs/testbed",
-        "loopfix scan Qwen/Qwen3-0.6B --suite arith --n 50 --samples 4 --think on "
-        "--max-new-tokens 4096",
-        "loopfix scan http://127.0.0.1:8000 --backend openai --model-name qwen --suite my.jsonl",
-        "loopfix scan --compare runs/before runs/after",
-    ]
+EXAMPLES = examples(
+    "loopfix scan loopfix:stargraph --n 200 --temperatures 0,0.6,1.0 --out runs/testbed",
+    "loopfix scan Qwen/Qwen3-0.6B --suite arith --n 50 --samples 4 --think on "
+    "--max-new-tokens 4096",
+    "loopfix scan http://127.0.0.1:8000 --backend openai --model-name qwen --suite my.jsonl",
+    "loopfix scan --compare runs/before runs/after",
 )
 
 
