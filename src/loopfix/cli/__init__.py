@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from loopfix.cli import compare, detect, doctor, lab, scan
+from loopfix.cli import compare, detect, doctor, lab, patch, repair, scan
 
 app = typer.Typer(
     name="loopfix",
@@ -13,7 +13,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
-for _module in (compare, detect, doctor, lab, scan):
+for _module in (compare, detect, doctor, lab, patch, repair, scan):
     _module.register(app)
 
 

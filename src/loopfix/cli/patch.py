@@ -1,0 +1,111 @@
+"""`loopfix patch inspect|apply|revert`: weight patches as files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+patch_app = typer.Typer(
+    help="Inspect, apply and revert loopfix weight patches (patch.json + patch.safetensors).",
+    no_args_is_help=True,
+)
+
+PatchArgument = Annotated[Path, typer.Argument(help="patch.json, or the folder holding it")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(patch_app, name="patch", help="Inspect, apply or revert a weight patch.")
+
+
+@patch_app.command("inspect")
+def inspect_command(
+    patch: PatchArgument,
+    as_json: Annotated[bool, typer.Option("--json", help="print the manifest as JSON")] = False,
+) -> None:
+    """Show what a patch touches: tensors, layers, columns, alpha, hashes and metrics.
+
+    Example: loopfix patch inspect repair/stargraph
+    """
+    from loopfix.patch import PatchFormatError, load_patch
+
+    try:
+        loaded = load_patch(patch)
+    except PatchFormatError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    manifest = loaded.manifest()
+    if as_json:
+        console.print_json(json.dumps(manifest))
+        return
+    table = Table(title=f"patch for {loaded.base_model.get('id')}")
+    table.add_column("tensor", overflow="fold")
+    for column in ("layer", "site", "columns", "alpha", "sha256 before", "sha256 after"):
+        table.add_column(column)
+    for edit in loaded.edits:
+        table.add_row(
+            edit.name,
+            str(edit.layer),
+            edit.site,
+            str(len(edit.columns)),
+            f"{edit.alpha:g}",
+            edit.sha256_before[:12],
+            edit.sha256_after[:12],
+        )
+    console.print(table)
+    console.print(
+        f"touched {loaded.touched_parameters} of {loaded.total_parameters} weights "
+        f"({loaded.touched_fraction:.4%})"
+    )
+    if loaded.metrics:
+        console.print_json(json.dumps(loaded.metrics))
+
+
+def _run(model: str, patch: Path, out: Path, revert: bool) -> None:
+    from loopfix.models import ModelLoadError
+    from loopfix.patch import (
+        PatchFormatError,
+        PatchMismatchError,
+        export_patched,
+        export_reverted,
+        load_patch,
+    )
+
+    try:
+        loaded = load_patch(patch)
+        written = (export_reverted if revert else export_patched)(model, loaded, out)
+    except (PatchFormatError, PatchMismatchError, ModelLoadError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    console.print(f"wrote {written}")
+
+
+@patch_app.command("apply")
+def apply_command(
+    model: Annotated[str, typer.Argument(help="model folder, hub id or loopfix:NAME")],
+    patch: PatchArgument,
+    out: Annotated[Path, typer.Option("--out", help="folder for the patched HF model")],
+) -> None:
+    """Write MODEL with PATCH applied as a full HF model folder (refused on hash mismatch).
+
+    Example: loopfix patch apply loopfix:stargraph repair/stargraph --out stargraph-patched
+    """
+    _run(model, patch, out, revert=False)
+
+
+@patch_app.command("revert")
+def revert_command(
+    model: Annotated[str, typer.Argument(help="a patched model folder")],
+    patch: PatchArgument,
+    out: Annotated[Path, typer.Option("--out", help="folder for the restored HF model")],
+) -> None:
+    """Write a patched folder with PATCH undone: the original tensors, bit for bit.
+
+    Example: loopfix patch revert stargraph-patched repair/stargraph --out stargraph-original
+    """
+    _run(model, patch, out, revert=True)

@@ -1,0 +1,71 @@
+"""`loopfix repair MODEL`: find a loop direction, patch a few columns, verify, write the patch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("repair")(repair_command)
+
+
+def _floats(text: str, option: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected comma-separated numbers, got {text!r}", param_hint=option
+        ) from None
+
+
+def repair_command(
+    model: Annotated[str, typer.Argument(help="testbed folder or loopfix:NAME")] = (
+        "loopfix:stargraph"
+    ),
+    out: Annotated[Path, typer.Option("--out", help="folder for patch, verify.json, report.md")] = (
+        Path("repair")
+    ),
+    temperature: Annotated[float, typer.Option(help="primary verification temperature")] = 0.6,
+    prompts: Annotated[int, typer.Option(help="held-out verification prompts")] = 1000,
+    alphas: Annotated[str, typer.Option(help="edit strengths searched")] = "1,2,4,6",
+    ks: Annotated[str, typer.Option(help="columns per edited layer searched")] = "8,32",
+    max_kl: Annotated[float, typer.Option(help="KL budget on normal walks")] = 0.1,
+    positions: Annotated[str, typer.Option(help="probed states: decision or mode")] = "decision",
+    batch_size: Annotated[int, typer.Option(help="sequences per probe/scoring pass")] = 256,
+    threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
+) -> None:
+    """Repair a model's loops with a verified, reversible column edit (default: the testbed).
+
+    Example: loopfix repair loopfix:stargraph --out repair/stargraph
+    """
+    import torch
+
+    from loopfix.repair import NotATestbedError, RepairConfig, run_repair
+
+    torch.set_num_threads(threads)
+    temperatures = tuple(sorted({0.0, 0.6, 1.0, temperature}))
+    config = RepairConfig(
+        temperature=temperature,
+        temperatures=temperatures,
+        prompts=prompts,
+        alphas=_floats(alphas, "--alphas"),
+        ks=tuple(int(k) for k in _floats(ks, "--ks")),
+        max_kl=max_kl,
+        batch_size=batch_size,
+        positions=positions,  # type: ignore[arg-type]
+    )
+    try:
+        result = run_repair(
+            model, out, config, report=lambda line: console.print(line, markup=False)
+        )
+    except NotATestbedError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
+    console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result['patch']}")

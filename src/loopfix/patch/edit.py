@@ -1,0 +1,47 @@
+"""The column edit W <- W - alpha * u (m * (u^T W)) on a [width, n_inputs] write matrix.
+
+Column j of a write matrix is what input unit j writes into the residual stream. The edit
+removes (alpha = 1) or reverses (alpha > 1) the component along the unit direction u of the
+selected columns only; every other column stays bit-identical.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["edited_columns", "top_columns", "unit", "write_strength"]
+
+
+def unit(direction: torch.Tensor) -> torch.Tensor:
+    """The direction scaled to unit length (float64, so repeated edits do not drift)."""
+    direction = direction.detach().to(torch.float64).flatten()
+    norm = direction.norm()
+    if not torch.isfinite(norm) or norm == 0:
+        raise ValueError("a direction must be finite and non-zero")
+    return direction / norm
+
+
+def write_strength(write: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
+    """u^T W: how strongly each input unit writes along the direction ([n_inputs], float64)."""
+    return unit(direction).to(write.device) @ write.to(torch.float64)
+
+
+def top_columns(write: torch.Tensor, direction: torch.Tensor, k: int) -> torch.Tensor:
+    """The k columns with the largest |u^T W[:, j]|, sorted ascending (int64)."""
+    if not 0 < k <= write.shape[1]:
+        raise ValueError(f"k must be in 1..{write.shape[1]}, not {k}")
+    strength = write_strength(write, direction).abs()
+    return torch.sort(torch.topk(strength, k).indices).values.cpu()
+
+
+def edited_columns(
+    write: torch.Tensor, direction: torch.Tensor, columns: torch.Tensor, alpha: float
+) -> torch.Tensor:
+    """New values of W[:, columns] after the edit, in the write matrix's dtype and device.
+
+    Computed in float64 and rounded once, so the same inputs give the same bits anywhere.
+    """
+    u = unit(direction).to(write.device)
+    block = write[:, columns.to(write.device)].to(torch.float64)
+    block = block - alpha * torch.outer(u, u @ block)
+    return block.to(write.dtype)

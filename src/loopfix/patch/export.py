@@ -1,0 +1,103 @@
+"""Patched model folders: apply a patch to a saved model and write a full HF folder, or revert.
+
+Steps of `export_patched` (and `export_reverted`, with the direction swapped):
+1. Load the model in its checkpoint dtype (a dtype change would break the hashes).
+2. Apply (or revert) in memory with the hash checks of `apply_patch`.
+3. `save_pretrained` (safetensors) into OUT, copy the tokenizer and other side files, and write
+   a model card; a patched folder also keeps a copy of the patch under `loopfix_patch/`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from transformers import AutoModelForCausalLM
+
+from loopfix.models import resolve_model_path
+from loopfix.patch.apply import apply_patch, revert_patch
+from loopfix.patch.format import Patch, save_patch
+
+__all__ = ["PATCH_COPY_DIR", "export_patched", "export_reverted", "model_card"]
+
+PATCH_COPY_DIR = "loopfix_patch"
+# Files save_pretrained writes itself, and weights that must not be carried over stale.
+_REGENERATED = ("config.json", "generation_config.json", "README.md")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
+
+
+def _copy_side_files(source: Path, out: Path) -> None:
+    if not source.is_dir():
+        return  # a hub id: the tokenizer comes from the hub cache below
+    for path in source.iterdir():
+        if (
+            path.is_file()
+            and path.name not in _REGENERATED
+            and not path.name.endswith(_WEIGHT_SUFFIXES)
+        ):
+            shutil.copy2(path, out / path.name)
+
+
+def _save(model_spec: str, patch: Patch, out: Path, revert: bool) -> Path:
+    source = resolve_model_path(model_spec)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
+    if revert:
+        revert_patch(model, patch)
+    else:
+        apply_patch(model, patch)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_side_files(Path(source), out)
+    if not (out / "tokenizer_config.json").is_file():
+        from transformers import AutoTokenizer
+
+        AutoTokenizer.from_pretrained(source).save_pretrained(out)
+    model.save_pretrained(out, safe_serialization=True)
+    if revert:
+        shutil.rmtree(out / PATCH_COPY_DIR, ignore_errors=True)
+    else:
+        save_patch(patch, out / PATCH_COPY_DIR)
+    (out / "README.md").write_text(model_card(patch, model_spec, reverted=revert))
+    return out
+
+
+def export_patched(model_spec: str, patch: Patch, out: Path) -> Path:
+    """Write MODEL with PATCH applied as a full HF folder (loadable by `from_pretrained`)."""
+    return _save(model_spec, patch, out, revert=False)
+
+
+def export_reverted(patched_spec: str, patch: Patch, out: Path) -> Path:
+    """Write a patched folder with PATCH reverted: the original tensors, bit for bit."""
+    return _save(patched_spec, patch, out, revert=True)
+
+
+def model_card(patch: Patch, model_spec: str, reverted: bool = False) -> str:
+    base = patch.base_model
+    sites = ", ".join(
+        f"{edit.name} ({len(edit.columns)} columns, alpha {edit.alpha:g})" for edit in patch.edits
+    )
+    state = "with the loopfix patch reverted (original weights)" if reverted else "patched"
+    lines = [
+        "---",
+        f"base_model: {base.get('id')}",
+        "tags: [loopfix, weight-patch]",
+        "---",
+        f"# {base.get('id')} ({state})",
+        "",
+        f"Written by `loopfix patch {'revert' if reverted else 'apply'}` from `{model_spec}`.",
+        f"Edited tensors: {sites}.",
+        f"Touched weights: {patch.touched_parameters} of {patch.total_parameters} "
+        f"({patch.touched_fraction:.4%}).",
+        "",
+        "The edit is W <- W - alpha * u (m * (u^T W)) on the listed columns; "
+        f"`{PATCH_COPY_DIR}/patch.json` holds the hashes, and `loopfix patch revert` restores "
+        "the original tensors bit for bit.",
+        "",
+        "## Metrics",
+        "```json",
+        json.dumps(patch.metrics, indent=1),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

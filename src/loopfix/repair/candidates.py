@@ -1,0 +1,110 @@
+"""Candidate edits: sites x layer sets x columns per layer x strength, and their controls.
+
+Columns are the k that write most strongly along the layer's direction (largest |u^T W[:, j]|,
+Exp 8's rule). The control edits the same sites with a random direction per layer, its own
+top-k columns, and a strength chosen so that the weight change has the same Frobenius norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+import torch
+
+from loopfix.models import write_matrix
+from loopfix.patch import EditRequest, EditSite, SiteKind, site_module, site_orientation
+from loopfix.patch.edit import top_columns, write_strength
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+__all__ = ["Candidate", "candidate_grid", "norm_matched_control", "edit_norm"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: SiteKind
+    layers: tuple[int, ...]
+    k: int
+    alpha: float
+    requests: tuple[EditRequest, ...]
+
+    def label(self) -> str:
+        layers = ",".join(map(str, self.layers))
+        return f"{self.kind} L{layers} k{self.k} a{self.alpha:g}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"site": self.kind, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
+
+
+def _write(model: PreTrainedModel, site: EditSite) -> torch.Tensor:
+    return write_matrix(site_module(model, site), site_orientation(model))
+
+
+def _requests(
+    model: PreTrainedModel,
+    kind: SiteKind,
+    layers: Sequence[int],
+    directions: torch.Tensor,
+    k: int,
+    alpha: float,
+) -> tuple[EditRequest, ...]:
+    requests = []
+    for layer in layers:
+        site = EditSite(layer, kind)
+        write = _write(model, site)
+        columns = top_columns(write, directions[layer], min(k, write.shape[1]))
+        requests.append(EditRequest(site, directions[layer], columns, alpha))
+    return tuple(requests)
+
+
+def layer_sets(layers: Sequence[int], max_layers: int) -> list[tuple[int, ...]]:
+    sets: list[tuple[int, ...]] = [(layer,) for layer in layers]
+    if max_layers >= 2:
+        sets += list(combinations(sorted(layers), 2))
+    return sets
+
+
+def candidate_grid(
+    model: PreTrainedModel,
+    directions: torch.Tensor,
+    kinds: Sequence[SiteKind],
+    layers: Sequence[int],
+    max_layers: int,
+    ks: Sequence[int],
+    alphas: Sequence[float],
+    max_touched: float,
+) -> list[Candidate]:
+    """Every combination whose edit touches at most `max_touched` weights."""
+    grid = []
+    for kind in kinds:
+        for layer_set in layer_sets(layers, max_layers):
+            for k in ks:
+                for alpha in alphas:
+                    requests = _requests(model, kind, layer_set, directions, k, alpha)
+                    touched = sum(len(r.columns) * len(r.direction) for r in requests)
+                    if touched <= max_touched:
+                        grid.append(Candidate(kind, layer_set, k, alpha, requests))
+    return grid
+
+
+def edit_norm(model: PreTrainedModel, requests: Sequence[EditRequest]) -> float:
+    """Frobenius norm of the weight change: alpha * |u^T W[:, columns]| summed over edits."""
+    total = 0.0
+    for request in requests:
+        strength = write_strength(_write(model, request.site), request.direction)
+        total += float(request.alpha * strength[request.columns].norm()) ** 2
+    return total**0.5
+
+
+def norm_matched_control(
+    model: PreTrainedModel, candidate: Candidate, random_directions: torch.Tensor
+) -> Candidate:
+    """The same sites and k with random directions, scaled to the candidate's edit norm."""
+    base = _requests(model, candidate.kind, candidate.layers, random_directions, candidate.k, 1.0)
+    alpha = edit_norm(model, candidate.requests) / edit_norm(model, base)
+    requests = tuple(EditRequest(r.site, r.direction, r.columns, alpha) for r in base)
+    return Candidate(candidate.kind, candidate.layers, candidate.k, alpha, requests)

@@ -1,0 +1,67 @@
+"""The repair settings: one pydantic object, one field per CLI flag."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RepairConfig"]
+
+
+class RepairConfig(BaseModel):
+    """Everything that determines a repair run (seeds included: same inputs, same patch)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    train_pairs: int = Field(300, ge=8, description="matched branch pairs for the directions")
+    heldout_pairs: int = Field(200, ge=8, description="held-out pairs for the selectivity proxy")
+    kl_walks: int = Field(150, ge=8, description="normal teacher walks for the KL check")
+    kl_positions: int = Field(
+        16, ge=1, description="most states per normal walk in the KL check (bounds memory)"
+    )
+    repeats: int = Field(3, ge=2, description="copies of the excursion in a training branch")
+    proxy_repeats: int = Field(
+        6, ge=2, description="copies in a held-out branch (the flywheel runs from 4 copies on)"
+    )
+    branch_seed: int = Field(
+        31337, description="seed of the training pairs (held-out: +1, normal walks: +2)"
+    )
+    batch_size: int = Field(256, ge=1, description="sequences per probe/scoring forward pass")
+    sites: tuple[Literal["down_proj", "attn_out"], ...] = Field(
+        ("down_proj", "attn_out"), description="edit sites searched: MLP and token-mixer outputs"
+    )
+    max_layers: int = Field(2, ge=1, le=2, description="layers edited together (1 or 2)")
+    search_layers: int = Field(
+        2, ge=1, description="layers searched: the ones with the largest separation"
+    )
+    ks: tuple[int, ...] = Field((8, 32), description="columns per edited layer (grid)")
+    alphas: tuple[float, ...] = Field((1.0, 2.0, 4.0, 6.0), description="edit strengths (grid)")
+    max_kl: float = Field(0.1, gt=0, description="KL budget (nats/token) on normal walks")
+    verify_top: int = Field(2, ge=1, description="candidates screened by generation")
+    causal_prompts: int = Field(
+        500,
+        ge=50,
+        description="prompts of the activation-level check and of the screening of candidates "
+        "(seed: verify_seed + 1)",
+    )
+    prompts: int = Field(1000, ge=50, description="held-out prompts of the verification")
+    temperature: float = Field(0.6, ge=0, description="primary verification temperature")
+    temperatures: tuple[float, ...] = Field(
+        (0.0, 0.6, 1.0), description="all verification temperatures"
+    )
+    max_new_tokens: int = Field(48, ge=8, description="generation cap (the testbed's)")
+    verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
+    control_seed: int = Field(77, description="seed of the random-direction control")
+    min_reduction: float = Field(
+        0.5, gt=0, le=1, description="relative loop reduction a patch must reach at --temperature"
+    )
+    gen_batch_size: int = Field(500, ge=1, description="prompts per generation batch")
+    max_touched_fraction: float = Field(
+        0.01, gt=0, le=1, description="candidates touching more of the weights are not searched"
+    )
+    positions: Literal["mode", "decision"] = Field(
+        "decision",
+        description="branch states probed: 'mode' = every state after the first copy; "
+        "'decision' = only the arm choices at the root after the first copy",
+    )

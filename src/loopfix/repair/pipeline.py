@@ -1,0 +1,253 @@
+"""`run_repair`: find a loop direction, edit a few columns, prove it helps, write the patch.
+
+Steps (each prints its time and the peak memory so far):
+1. branches: matched pairs (copy the last excursion vs explore, equal length, no EOS); training
+   and held-out pairs from different seeds, plus normal teacher walks for the KL check.
+2. probe + directions: per layer u = normalise(mean repetitive - mean productive) over the
+   training pairs' states, with the separation along u and cosines between layers.
+3. search: every candidate (site x layer set x k x alpha) scored without generating on the
+   held-out pairs (selectivity proxy) and normal walks (KL), from cached prefixes.
+4. causal check: remove u from what the top candidate's sites write, with hooks during
+   generation; a column edit is only worth keeping if this removes loops.
+5. verify: screen the best few candidates by generation at the primary temperature, then the
+   best one and its norm-matched random control at every temperature, paired with the base.
+6. decide and write: accept only if loops fall significantly (and by `min_reduction`), the
+   control does not get half as far, success does not fall, KL and touched weights are in
+   budget; write the patch (or the rejected candidate), verify.json and report.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from loopfix.lab.evaluate import testbed_config
+from loopfix.lab.stargraph import PAD_ID
+from loopfix.models import (
+    architecture_for,
+    decoder_layers,
+    load_model,
+    num_layers,
+    residual_width,
+    write_matrix,
+)
+from loopfix.patch import EditSite, build_patch, save_patch, site_module, write_strength
+from loopfix.repair.batches import branch_batches, walk_batches
+from loopfix.repair.branches import BranchPair, make_pairs, normal_walks
+from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
+from loopfix.repair.causal import causal_check
+from loopfix.repair.config import RepairConfig
+from loopfix.repair.decide import decide
+from loopfix.repair.directions import (
+    LayerDirections,
+    layer_directions,
+    mean_difference_directions,
+    random_directions,
+)
+from loopfix.repair.probe import ClassMeans, class_means, projections
+from loopfix.repair.report import render_report
+from loopfix.repair.scoring import ProxyScore, Scorer
+from loopfix.repair.stages import StageClock
+from loopfix.repair.verification import Verifier
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+__all__ = ["NotATestbedError", "find_directions", "rank_candidates", "run_repair"]
+
+
+class NotATestbedError(ValueError):
+    """This version builds branches from the star-graph teacher; other models need scan-based
+    branches (not yet implemented)."""
+
+
+def find_directions(
+    model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig
+) -> tuple[LayerDirections, list[dict[str, Any]]]:
+    """Per-layer directions, and per edit site how much of the mean difference along u it
+    writes (its inputs' mean difference times each column's u^T W, summed)."""
+    sites = [EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites]
+    batches = {
+        which: branch_batches(pairs, which, config.positions, config.batch_size, PAD_ID)
+        for which in ("repetitive", "productive")
+    }
+    means = {which: class_means(model, b, sites) for which, b in batches.items()}
+    difference = mean_difference_directions(means["repetitive"], means["productive"])
+    unit = difference / difference.norm(dim=1, keepdim=True)
+    rep = projections(model, batches["repetitive"], unit)
+    prod = projections(model, batches["productive"], unit)
+    return layer_directions(difference, rep, prod), site_contributions(model, means, unit, sites)
+
+
+def site_contributions(
+    model: PreTrainedModel,
+    means: dict[str, ClassMeans],
+    unit: torch.Tensor,
+    sites: list[EditSite],
+) -> list[dict[str, Any]]:
+    rows = []
+    for site in sites:
+        write = write_matrix(site_module(model, site), architecture_for(model).orientation)
+        strength = write_strength(write, unit[site.layer])
+        delta = means["repetitive"].site_inputs[site] - means["productive"].site_inputs[site]
+        per_column = delta * strength
+        rows.append(
+            {
+                "layer": site.layer,
+                "site": site.kind,
+                "writes_along_u": float(per_column.sum()),
+                "share_of_top8_columns": float(
+                    per_column.abs().topk(min(8, per_column.numel())).values.sum()
+                    / per_column.abs().sum()
+                ),
+            }
+        )
+    return rows
+
+
+def rank_candidates(
+    scored: list[tuple[Candidate, ProxyScore]], max_kl: float
+) -> list[tuple[Candidate, ProxyScore]]:
+    """Within the KL budget and lowering the repetitive branches first, by selectivity;
+    the rest after, by selectivity too (so a report can show why nothing qualified)."""
+
+    def key(item: tuple[Candidate, ProxyScore]) -> tuple[bool, float]:
+        score = item[1]
+        return (not (score.kl <= max_kl and score.d_rep < 0), -score.selectivity)
+
+    return sorted(scored, key=key)
+
+
+def _search(
+    model: PreTrainedModel, directions: LayerDirections, scorer: Scorer, config: RepairConfig
+) -> list[tuple[Candidate, ProxyScore]]:
+    order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
+    layers = order[: config.search_layers]
+    budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
+    grid = candidate_grid(
+        model,
+        directions.vectors,
+        config.sites,
+        layers,
+        config.max_layers,
+        config.ks,
+        config.alphas,
+        budget,
+    )
+    return rank_candidates(
+        [(c, scorer.score(build_patch(model, c.requests))) for c in grid], config.max_kl
+    )
+
+
+def run_repair(
+    model_spec: str,
+    out: Path,
+    config: RepairConfig | None = None,
+    report: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    config = config or RepairConfig()
+    clock = StageClock(report)
+    with clock.stage("load"):
+        model, tokenizer = load_model(model_spec, device="cpu")
+        if "back" not in tokenizer.get_vocab():
+            raise NotATestbedError(
+                f"{model_spec} is not a star-graph testbed; this version of `loopfix repair` "
+                "builds its branches from the testbed's teacher"
+            )
+        task = testbed_config(model)
+    with clock.stage("branches"):
+        train = make_pairs(task, config.branch_seed, config.train_pairs, config.repeats)
+        heldout = make_pairs(
+            task, config.branch_seed + 1, config.heldout_pairs, config.proxy_repeats
+        )
+        walks = normal_walks(task, config.branch_seed + 2, config.kl_walks)
+    with clock.stage("probe+directions"):
+        directions, contributions = find_directions(model, train, config)
+    with clock.stage("search"):
+        scorer = Scorer(
+            model,
+            branch_batches(heldout, "repetitive", config.positions, config.batch_size, PAD_ID),
+            branch_batches(heldout, "productive", config.positions, config.batch_size, PAD_ID),
+            walk_batches(walks, config.batch_size, PAD_ID, config.kl_positions),
+        )
+        ranked = _search(model, directions, scorer, config)
+    report(f"best proxy: {ranked[0][0].label()} {ranked[0][1].to_dict()}")
+    controls = random_directions(
+        len(decoder_layers(model)), residual_width(model), config.control_seed
+    )
+    verifier = Verifier(model, tokenizer, task, config)
+    with clock.stage("causal check"):
+        top = ranked[0][0]
+        causal = causal_check(
+            verifier, model, top.kind, top.layers, top.alpha, directions.vectors, controls, config
+        )
+    report(f"causal check: {json.dumps(causal['summary'])}")
+    with clock.stage("verify"):
+        chosen, screening = verifier.screen([c for c, _ in ranked[: config.verify_top]])
+        control = norm_matched_control(model, chosen, controls)
+        verification = verifier.full(chosen, control)
+    result = decide(
+        model,
+        chosen,
+        next(s for c, s in ranked if c is chosen),
+        control,
+        scorer,
+        verification,
+        causal,
+        config,
+    )
+    result.update(
+        model=model_spec,
+        directions={"layers": directions.to_dict(), "sites": contributions},
+        search={
+            "candidates": len(ranked),
+            "top": [{**c.to_dict(), **s.to_dict()} for c, s in ranked[:10]],
+        },
+        screening=screening,
+        config=config.model_dump(mode="json"),
+    )
+    with clock.stage("write"):
+        _write(model, model_spec, chosen, result, directions, out)
+    result["timing"] = clock.to_dict()
+    (Path(out) / "verify.json").write_text(json.dumps(result, indent=1) + "\n")
+    (Path(out) / "report.md").write_text(render_report(result))
+    return result
+
+
+def _write(
+    model: PreTrainedModel,
+    model_spec: str,
+    chosen: Candidate,
+    result: dict[str, Any],
+    directions: LayerDirections,
+    out: Path,
+) -> None:
+    metrics = {
+        key: result[key]
+        for key in (
+            "accepted",
+            "kl",
+            "rescues",
+            "regressions",
+            "touched_fraction",
+            "base",
+            "patched",
+            "random_control",
+        )
+    }
+    provenance = {
+        "method": "mean difference of matched branches (copy vs explore), loopfix.repair",
+        "candidate": chosen.to_dict(),
+        "separations": [directions.separations[layer] for layer in chosen.layers],
+        "config": result["config"],
+    }
+    patch = build_patch(
+        model, chosen.requests, model_id=model_spec, metrics=metrics, provenance=provenance
+    )
+    folder = Path(out) if result["accepted"] else Path(out) / "rejected_candidate"
+    save_patch(patch, folder)
+    result["patch"] = str(folder / "patch.json")

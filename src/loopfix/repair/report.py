@@ -1,0 +1,62 @@
+"""report.md: the repair's outcome for a person, from the verify.json data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["render_report"]
+
+_ARMS = ("base", "patched", "random_control")
+
+
+def _row(temperature: str, arm: str, data: dict[str, Any]) -> str:
+    went = ", ".join(f"{k} {v}" for k, v in data["outcomes"].items() if v)
+    return (
+        f"| {temperature} | {arm} | {data['loop_rate']:.1%} | {data['accuracy']:.1%} | "
+        f"{data['cut_rate']:.1%} | {data['mean_length']:.1f} | {went} |"
+    )
+
+
+def render_report(result: dict[str, Any]) -> str:
+    candidate = result["candidate"]
+    lines = [
+        f"# loopfix repair: {result['model']}",
+        "",
+        f"**{result['verdict']}**",
+        "",
+        f"Candidate: {candidate['label']} (proxy d_rep {candidate['proxy']['d_rep']:+.3f}, "
+        f"d_prod {candidate['proxy']['d_prod']:+.3f} nats/token, KL {result['kl']:.4f}); "
+        f"touched {result['touched_fraction']:.4%} of the weights. Control: a norm-matched random "
+        f"direction (alpha {result['control']['alpha']:.2f}, KL {result['control_kl']:.4f}).",
+        "",
+        "| T | arm | loop rate | success | cut rate | mean length | where the walks went |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for temperature, block in result["by_temperature"].items():
+        lines += [_row(temperature, arm, block[arm]) for arm in _ARMS]
+    lines += ["", "Paired with the base (same prompts, same sampler seed):", ""]
+    for temperature, block in result["by_temperature"].items():
+        for arm, paired in block["paired"].items():
+            lines.append(
+                f"- T={temperature} {arm}: rescues {paired['rescues']}, regressions "
+                f"{paired['regressions']} (McNemar p {paired['mcnemar_p']:.3g}); loops removed "
+                f"{paired['loops_removed']}, added {paired['loops_added']} (p "
+                f"{paired['loop_mcnemar_p']:.3g}); base loops went to "
+                f"{paired['base_loops_went_to']}"
+            )
+    causal = result["causal"]["summary"]
+    doses = "; ".join(
+        f"strength {strength}: {rates['direction']:.1%} (random direction {rates['random']:.1%})"
+        for strength, rates in causal["by_strength"].items()
+    )
+    lines += [
+        "",
+        f"Activation-level check (the {result['causal']['site']} outputs of layers "
+        f"{result['causal']['layers']} edited along u while generating, "
+        f"T={result['causal']['temperature']:g}): "
+        f"base loops {causal['base_loop_rate']:.1%}; {doses}.",
+        "",
+        "Checks: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in result["checks"].items()),
+        "",
+    ]
+    return "\n".join(lines)

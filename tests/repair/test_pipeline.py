@@ -1,0 +1,57 @@
+import json
+from pathlib import Path
+
+import torch
+
+from loopfix.models import load_model
+from loopfix.patch import load_patch, patched
+from loopfix.repair import RepairConfig, run_repair
+
+# A small run of the whole pipeline on the bundled testbed: every stage, real generation.
+SMALL = RepairConfig(
+    train_pairs=40,
+    heldout_pairs=24,
+    kl_walks=16,
+    sites=("attn_out",),
+    max_layers=1,
+    search_layers=1,
+    ks=(8,),
+    alphas=(2.0,),
+    verify_top=1,
+    causal_prompts=50,
+    prompts=50,
+    gen_batch_size=50,
+)
+
+
+def test_repair_writes_verify_json_and_a_revertible_patch(tmp_path: Path) -> None:
+    lines: list[str] = []
+    result = run_repair("loopfix:stargraph", tmp_path, SMALL, report=lines.append)
+    verify = json.loads((tmp_path / "verify.json").read_text())
+    assert verify["accepted"] == result["accepted"]
+    for arm in ("base", "patched", "random_control"):
+        assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
+        assert verify[arm]["n"] == 50
+    assert set(verify["by_temperature"]) == {"0.0", "0.6", "1.0"}
+    assert verify["by_temperature"]["0.6"]["base"] == verify["base"]
+    assert {"kl", "rescues", "regressions", "touched_fraction"} <= verify.keys()
+    assert 0 < verify["touched_fraction"] <= 0.01
+    assert sum(verify["base"]["outcomes"].values()) == 50
+    assert abs(verify["control"]["edit_norm"] - verify["candidate"]["edit_norm"]) < 1e-9
+    assert {"load", "search", "verify"} <= verify["timing"]["seconds"].keys()
+    sites = verify["directions"]["sites"]
+    assert {(row["layer"], row["site"]) for row in sites} == {
+        (0, "attn_out"),
+        (1, "attn_out"),
+        (2, "attn_out"),
+    }
+    assert all(0 < row["share_of_top8_columns"] <= 1 for row in sites)
+    assert any("peak memory" in line for line in lines)
+    assert "where the walks went" in (tmp_path / "report.md").read_text()
+    # The written patch (accepted or not) applies to the testbed and reverts bit-exactly.
+    patch = load_patch(Path(verify["patch"]))
+    model, _ = load_model("loopfix:stargraph", device="cpu")
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    with patched(model, patch):
+        assert patch.metrics["accepted"] == verify["accepted"]
+    assert all(torch.equal(original[k], v) for k, v in model.state_dict().items())
