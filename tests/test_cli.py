@@ -54,3 +54,18 @@ def test_bad_arguments_are_named() -> None:
     assert result.exit_code != 0 and "--temperatures" in result.output
     result = runner.invoke(app, ["lab", "train", "--out", "x", "--variant", "nope"])
     assert result.exit_code != 0 and "stargraph-clean" in result.output
+
+
+def test_doctor_command_writes_its_files_and_refuses_a_non_testbed(tmp_path: Path) -> None:
+    from loopfix.models.tiny import tiny_model, tiny_tokenizer
+
+    result = runner.invoke(app, ["doctor", "--n", "20", "--out", str(tmp_path / "doctor")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "doctor" / "summary.json").read_text())
+    assert [s["temperature"] for s in summary["settings"]] == [0.0, 1.0]
+    assert (tmp_path / "doctor" / "report.md").is_file()
+    folder = tmp_path / "llama"
+    tiny_model("llama").save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    refused = runner.invoke(app, ["doctor", str(folder), "--out", str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "not a star-graph testbed" in refused.output
