@@ -1,11 +1,13 @@
-"""Scan throughput, side by side: hf at batch 16 vs batch 1, and vllm vs hf, on the testbed.
+"""Scan throughput, side by side: hf at batch 16 vs batch 1, vs `model.generate`, vs vllm.
 
     .venv/bin/python bench/bench_scan.py [--model loopfix:stargraph] [--prompts 64]
-        [--max-new-tokens 48] [--threads 1]
+        [--max-new-tokens 48] [--temperature 1] [--threads 1]
 
-Every backend continues the same stargraph prompts at temperature 1 with per-request seeds
-(the scan's requests); tokens/s counts generated tokens over generation time, model loading
-excluded. The vllm row runs this script again under .venv-vllm (skipped when it is absent).
+Every backend continues the same stargraph prompts with per-request seeds (the scan's
+requests); tokens/s counts generated tokens over generation time, model loading excluded. The
+baseline row is transformers' own `model.generate` over fixed left-padded batches of 16 (what
+the hf backend did before its decode engine). The vllm row runs this script again under
+.venv-vllm (skipped when it is absent).
 """
 
 from __future__ import annotations
@@ -35,13 +37,46 @@ def requests_for(model: str, prompts: int) -> list:
     ]
 
 
-def tokens_per_second(backend, requests: list, max_new_tokens: int) -> float:
+def tokens_per_second(backend, requests: list, args: argparse.Namespace) -> float:
     from loopfix.records import DecodeSettings
 
-    settings = DecodeSettings(temperature=1.0, max_new_tokens=max_new_tokens)
+    settings = DecodeSettings(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
     list(backend.generate(requests[: backend.batch_size], settings))  # warm-up
     started = time.perf_counter()
     generated = sum(len(g.tokens) for _, g in backend.generate(requests, settings))
+    return generated / (time.perf_counter() - started)
+
+
+def generate_baseline(model: str, requests: list, args: argparse.Namespace) -> float:
+    """transformers' `model.generate` over fixed batches of 16, each seeded once."""
+    import torch
+    from transformers import GenerationConfig
+
+    from loopfix.models import load_model
+
+    hf_model, tokenizer = load_model(model, device="cpu")
+    sampling = {"temperature": args.temperature} if args.temperature else {}
+    config = GenerationConfig(
+        max_new_tokens=args.max_new_tokens,
+        do_sample=bool(args.temperature),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        **sampling,
+    )
+    eos = tokenizer.eos_token_id
+
+    def run(batch: list) -> int:
+        tokenizer.padding_side = "left"
+        encoded = tokenizer.pad({"input_ids": [r.ids for r in batch]}, return_tensors="pt")
+        torch.manual_seed(batch[0].seed)
+        output = hf_model.generate(**encoded, generation_config=config)
+        rows = output[:, encoded["input_ids"].shape[1] :].tolist()
+        return sum(row.index(eos) + 1 if eos in row else len(row) for row in rows)
+
+    with torch.inference_mode():
+        run(requests[:16])  # warm-up
+        started = time.perf_counter()
+        generated = sum(run(requests[i : i + 16]) for i in range(0, len(requests), 16))
     return generated / (time.perf_counter() - started)
 
 
@@ -55,7 +90,7 @@ def measure(kind: str, batch_size: int, args: argparse.Namespace) -> float:
         from loopfix.backends import HFBackend
 
         backend = HFBackend.load(args.model, device="cpu", batch_size=batch_size)
-    return tokens_per_second(backend, requests, args.max_new_tokens)
+    return tokens_per_second(backend, requests, args)
 
 
 def vllm_row(args: argparse.Namespace) -> float | None:
@@ -77,6 +112,8 @@ def vllm_row(args: argparse.Namespace) -> float | None:
         str(args.prompts),
         "--max-new-tokens",
         str(args.max_new_tokens),
+        "--temperature",
+        str(args.temperature),
     ]
     finished = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return float(json.loads(finished.stdout.strip().splitlines()[-1])["vllm"])
@@ -87,6 +124,7 @@ def main() -> None:
     parser.add_argument("--model", default="loopfix:stargraph")
     parser.add_argument("--prompts", type=int, default=64)
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--only-vllm", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -98,13 +136,18 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     batch_1 = measure("hf", 1, args)
     batch_16 = measure("hf", 16, args)
+    baseline = generate_baseline(args.model, requests_for(args.model, args.prompts), args)
     vllm = vllm_row(args)
     print(
-        f"{args.prompts} stargraph prompts, T=1, max_new_tokens {args.max_new_tokens}, "
-        f"{args.threads} threads"
+        f"{args.prompts} stargraph prompts, T={args.temperature:g}, "
+        f"max_new_tokens {args.max_new_tokens}, {args.threads} threads"
     )
     print(f"hf batch 1    {batch_1:9.1f} tokens/s")
     print(f"hf batch 16   {batch_16:9.1f} tokens/s   x{batch_16 / batch_1:.1f} vs batch 1")
+    print(
+        f"model.generate, fixed batches of 16 {baseline:9.1f} tokens/s   "
+        f"(hf batch 16 is x{batch_16 / baseline:.1f})"
+    )
     if vllm is None:
         print("vllm          (skipped: no .venv-vllm; bash scripts/setup-vllm.sh)")
     else:

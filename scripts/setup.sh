@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Create (or reuse) .venv inside the checkout and install loopfix into it.
 #   bash scripts/setup.sh          runtime only
-#   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray and
-#                                  semantic extras, Chromium (report rendering) and the separate
-#                                  .venv-vllm (vLLM for CPU; LOOPFIX_SKIP_VLLM=1 skips it)
+#   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray,
+#                                  semantic and search (optuna) extras, Chromium (report
+#                                  rendering) and the separate .venv-vllm (vLLM for CPU;
+#                                  LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ if [ "$dev" = false ]; then
   exit 0
 fi
 
-.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic]"
+.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search]"
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi

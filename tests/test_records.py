@@ -75,3 +75,15 @@ def test_decode_settings_reject_bad_values() -> None:
     with pytest.raises(ValidationError, match="extra"):
         DecodeSettings(temprature=0.5)  # type: ignore[call-arg]
     assert DecodeSettings().greedy and not DecodeSettings(temperature=0.6).greedy
+
+
+def test_a_length_without_ids_comes_from_the_servers_count_or_stays_unknown() -> None:
+    from loopfix.scan.summary import summarize
+
+    settings = DecodeSettings().model_dump()
+    counted = Sample("p1", 0, settings, [], "a b", "stop", meta={"completion_tokens": 4})
+    unknown = Sample("p2", 0, settings, [], "a b", "stop")
+    empty = Sample("p3", 0, settings, [], "", "stop")
+    assert (counted.length, unknown.length, empty.length) == (4, None, 0)
+    (row,) = summarize([counted, unknown, empty])["settings"]
+    assert row["unknown_lengths"] == 1 and row["mean_length"] == 2.0

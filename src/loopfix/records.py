@@ -65,8 +65,15 @@ class Sample:
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def length(self) -> int:
-        return len(self.tokens)
+    def length(self) -> int | None:
+        """Generated tokens: the ids held, else the count a server reported (`meta`
+        "completion_tokens"), else None (unknown; never guessed as 0)."""
+        if self.tokens:
+            return len(self.tokens)
+        count = self.meta.get("completion_tokens")
+        if isinstance(count, int):
+            return count
+        return None if self.text else 0
 
     @property
     def key(self) -> tuple[str, int, str]:

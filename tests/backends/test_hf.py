@@ -2,11 +2,11 @@ import random
 
 import pytest
 import torch
-from transformers import LogitsProcessor
 
 from loopfix.backends import HFBackend, Request
-from loopfix.backends.hf import PenaltyProcessor, generate, trim
-from loopfix.lab.stargraph import EOS_ID, make_graph
+from loopfix.backends.hf import generate
+from loopfix.guards import GuardChain, GuardContext, parse_guards
+from loopfix.lab.stargraph import make_graph
 from loopfix.models import load_model
 from loopfix.records import DecodeSettings
 
@@ -44,10 +44,17 @@ def test_sampling_is_reproducible_for_a_seed(testbed) -> None:
     assert run(1) != run(2)
 
 
-def test_finish_reasons() -> None:
-    assert trim([4, 5, EOS_ID, 0, 0], EOS_ID, 5).finish_reason == "stop"
-    assert trim([4, 5, EOS_ID, 0, 0], EOS_ID, 5).tokens == [4, 5, EOS_ID]
-    assert trim([4, 5, 6], EOS_ID, 3).finish_reason == "length"
+def test_finish_reasons(testbed) -> None:
+    model, tokenizer = testbed
+    prompts = mixed_length_prompts(8)
+    results = generate(model, tokenizer, prompts, DecodeSettings(max_new_tokens=24))
+    for result in results:
+        if result.finish_reason == "stop":
+            assert result.tokens[-1] == tokenizer.eos_token_id
+            assert tokenizer.eos_token_id not in result.tokens[:-1]
+        else:
+            assert result.finish_reason == "length" and len(result.tokens) == 24
+    assert {r.finish_reason for r in results} == {"stop", "length"}
 
 
 def test_capture_records_the_top1_probability_and_entropy_of_each_step(testbed) -> None:
@@ -67,38 +74,32 @@ def test_capture_records_the_top1_probability_and_entropy_of_each_step(testbed) 
     assert result.entropy[0] == pytest.approx(entropy, abs=1e-4)
 
 
-def test_penalties_and_guard_factories_act_on_the_logits(testbed) -> None:
-    scores = torch.zeros(1, 6)
-    penalised = PenaltyProcessor(2, presence=0.5, frequency=0.25)(
-        torch.tensor([[9, 9, 1, 1, 3]]), scores
-    )
-    assert penalised.tolist() == [[0.0, -1.0, 0.0, -0.75, 0.0, 0.0]]
-
+def test_penalties_and_guards_act_on_the_logits(testbed) -> None:
     model, tokenizer = testbed
     prompts = mixed_length_prompts(4)
     settings = DecodeSettings(temperature=0.0, max_new_tokens=16)
     plain = generate(model, tokenizer, prompts, settings, batch_size=4)
-    banned = plain[0].tokens[0]
-
-    class Ban(LogitsProcessor):
-        def __call__(self, input_ids, scores):
-            scores[:, banned] = -float("inf")
-            return scores
-
-    guarded = generate(
-        model, tokenizer, prompts, settings, batch_size=4, processors=[lambda width: Ban()]
+    penalised = generate(
+        model, tokenizer, prompts, settings.model_copy(update={"repetition_penalty": 5.0})
     )
-    assert all(banned not in g.tokens for g in guarded)
+    assert [g.tokens for g in penalised] != [g.tokens for g in plain]
+    context = GuardContext.from_tokenizer(tokenizer, model.config.vocab_size)
+
+    def ngram() -> GuardChain:
+        return parse_guards("ngram", {"ngram.size": 2}, context)
+
+    banned = generate(model, tokenizer, prompts, settings, batch_size=4, build_chain=ngram)
+    for result in banned:
+        pairs = list(zip(result.tokens, result.tokens[1:], strict=False))
+        assert len(pairs) == len(set(pairs))  # no bigram twice
+    assert all(g.guards is not None and g.guards["guards"] == "ngram" for g in banned)
 
 
-def test_backend_seeds_each_batch_by_its_first_request(testbed) -> None:
+def test_a_sample_does_not_depend_on_its_batch_mates(testbed) -> None:
     model, tokenizer = testbed
-    backend = HFBackend(model, tokenizer, batch_size=4)
-    requests = [Request(ids=p, seed=100 + i // 4) for i, p in enumerate(mixed_length_prompts(8))]
+    requests = [Request(ids=p, seed=100 + i) for i, p in enumerate(mixed_length_prompts(8))]
     settings = DecodeSettings(temperature=1.0, max_new_tokens=12)
-    everything = dict(backend.generate(requests, settings))
-    second_batch = dict(backend.generate(requests[4:], settings))
-    assert [everything[4 + i].tokens for i in range(4)] == [
-        second_batch[i].tokens for i in range(4)
-    ]
+    everything = dict(HFBackend(model, tokenizer, batch_size=4).generate(requests, settings))
+    alone = dict(HFBackend(model, tokenizer, batch_size=1).generate(requests[4:], settings))
+    assert [everything[4 + i].tokens for i in range(4)] == [alone[i].tokens for i in range(4)]
     assert everything[0].text == tokenizer.decode(everything[0].tokens, skip_special_tokens=True)

@@ -2,14 +2,8 @@
 testbed on 127.0.0.1: greedy continuations equal the hf backend's token for token, or split
 only at a near-tie."""
 
-import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
 from loopfix.backends import HFBackend, Request
@@ -17,65 +11,18 @@ from loopfix.backends.openai import OpenAIBackend
 from loopfix.models import resolve_model_path
 from loopfix.records import DecodeSettings
 from loopfix.suites import stargraph_suite
+from tests.vllm_server import NEEDS_VLLM, vllm_server
 
 from .greedy import assert_same_greedy
 
-VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.skipif(
-        not VLLM_PYTHON.exists(), reason="no .venv-vllm (bash scripts/setup-vllm.sh)"
-    ),
-]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+pytestmark = NEEDS_VLLM
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port, model = free_port(), resolve_model_path("loopfix:stargraph")
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    command = [
-        str(VLLM_PYTHON),
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        model,
-        "--enforce-eager",
-        "--max-model-len",
-        "256",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    with log.open("w") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "vLLM did not start:\n" + log.read_text()[-3000:]
-            try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(1)
+    with vllm_server(resolve_model_path("loopfix:stargraph"), log) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def test_greedy_tokens_match_the_hf_backend(server: str) -> None:

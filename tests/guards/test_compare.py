@@ -79,3 +79,20 @@ def test_the_command_names_a_bad_guard_before_loading_anything(tmp_path: Path) -
     )
     assert result.exit_code == 2
     assert "guard 'dry' has no parameter 'mult'" in result.output
+
+
+def test_pairs_are_exact_at_any_temperature(tiny_folder: Path, tmp_path: Path) -> None:
+    # A cut that cannot fire leaves every step's logits alone: at T=1 it must draw exactly
+    # what "none" draws (same engine, same per-request random numbers), not merely "similar".
+    base = config(tiny_folder, tmp_path, ["cut"], **{"cut.min_span": 64, "cut.max_period": 32})
+    scan = base.scan.model_copy(update={"temperatures": [1.0], "samples": 3})
+    summary = run_compare(base.model_copy(update={"scan": scan}))
+    none, cut = summary["entries"]
+    runs = tmp_path / "out" / "runs"
+    tokens = {
+        spec: [s.tokens for s in SampleStore(runs / spec / "T1" / "records.jsonl")]
+        for spec in ("none", "cut")
+    }
+    assert tokens["none"] == tokens["cut"] and len(tokens["none"]) == 6
+    assert cut["rescued_samples"] == cut["regressions"] == 0
+    assert cut["loop_rate"] == none["loop_rate"]

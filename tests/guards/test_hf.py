@@ -1,34 +1,45 @@
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from loopfix.backends.hf import generate
 from loopfix.guards import (
     GuardContext,
     GuardLogitsProcessor,
     GuardStoppingCriteria,
-    generate_guarded,
     parse_guards,
-    processor_factory,
 )
-from loopfix.models import tiny_model, tiny_tokenizer
+from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
 
 PROMPTS = [[1, 5, 6, 7], [1, 9, 3], [1, 20, 21, 22, 23]]
 CONTEXT = GuardContext(vocab_size=128)
 
 
-def test_none_gives_bit_identical_generation() -> None:
-    model, tokenizer = tiny_model("llama"), tiny_tokenizer()
-    tokenizer.pad_token = tokenizer.eos_token
+def greedy_hf(model, prompt: list[int], max_new_tokens: int, **options) -> list[int]:
+    """The user's plain `model.generate`, one prompt, EOS = pad = 2."""
+    output = model.generate(
+        input_ids=torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=2,
+        eos_token_id=2,
+        **options,
+    )[0, len(prompt) :].tolist()
+    return output[: output.index(2) + 1] if 2 in output else output
+
+
+def test_none_gives_bit_identical_generation(decode) -> None:
+    model = tiny_model("llama")
     settings = DecodeSettings(max_new_tokens=16)
-    plain = generate(model, tokenizer, PROMPTS, settings, batch_size=3)
-    factory = processor_factory(lambda: parse_guards("none"), tokenizer.pad_token_id, 0.0, 0)
-    guarded = generate(model, tokenizer, PROMPTS, settings, batch_size=3, processors=[factory])
-    assert [g.tokens for g in guarded] == [g.tokens for g in plain]
-    # The rollback-capable loop with no guard is plain greedy decoding too.
-    alone = [generate(model, tokenizer, [p], settings, batch_size=1)[0].tokens for p in PROMPTS]
-    looped = generate_guarded(model, PROMPTS, settings, lambda: parse_guards("none"), 2)
-    assert [g.tokens for g in looped] == alone
+    plain = [greedy_hf(model, p, 16) for p in PROMPTS]
+    # The HF adapter with no guard inside the user's own generate,
+    processor = GuardLogitsProcessor(parse_guards("none"), 4, 2)
+    adapted = [
+        greedy_hf(model, p, 16, logits_processor=LogitsProcessorList([processor])) for p in PROMPTS
+    ]
+    assert adapted == plain
+    # and our engine with no guard, batched, are plain greedy decoding.
+    assert [g.tokens for g in decode(model, PROMPTS, settings)] == plain
 
 
 def test_an_empty_chain_returns_the_scores_themselves() -> None:
@@ -54,7 +65,7 @@ def test_the_processor_feeds_new_tokens_and_strips_left_padding() -> None:
     assert torch.equal(processor(more, torch.zeros(2, 128)), reference.apply(torch.zeros(2, 128)))
 
 
-def test_stopping_criteria_end_the_rows_cut_stopped() -> None:
+def test_stopping_criteria_end_the_rows_cut_stopped(decode) -> None:
     model = tiny_model("llama")
     chain = parse_guards("cut", {"cut.min_span": 8, "cut.max_period": 16}, CONTEXT)
     processor = GuardLogitsProcessor(chain, 4, None)
@@ -68,23 +79,25 @@ def test_stopping_criteria_end_the_rows_cut_stopped() -> None:
         logits_processor=LogitsProcessorList([processor]),
         stopping_criteria=StoppingCriteriaList([GuardStoppingCriteria(processor)]),
     )
-    looped = generate_guarded(
-        model,
-        PROMPTS[:1],
-        DecodeSettings(max_new_tokens=40),
-        lambda: parse_guards("cut", {"cut.min_span": 8, "cut.max_period": 16}),
-        2,
-    )[0]
+    args = {"cut.min_span": 8, "cut.max_period": 16}
+    looped = decode(model, PROMPTS[:1], DecodeSettings(max_new_tokens=40), "cut", args)[0]
     assert looped.finish_reason == "repetition"
     assert output[0, 4:].tolist() == looped.tokens
 
 
-def test_the_loop_applies_the_samplers_own_penalties_like_the_backend() -> None:
-    model, tokenizer = tiny_model("llama"), tiny_tokenizer()
-    tokenizer.pad_token = tokenizer.eos_token
+def test_the_engine_applies_the_samplers_own_penalties_in_hfs_order(decode) -> None:
+    model = tiny_model("llama")
     settings = DecodeSettings(
         max_new_tokens=12, repetition_penalty=1.3, presence_penalty=1.0, frequency_penalty=0.5
     )
-    backend = generate(model, tokenizer, PROMPTS[:1], settings, batch_size=1)[0]
-    looped = generate_guarded(model, PROMPTS[:1], settings, lambda: parse_guards("none"), 2)[0]
-    assert looped.tokens == backend.tokens
+    openai = parse_guards("penalty", {"penalty.presence": 1.0, "penalty.frequency": 0.5}, CONTEXT)
+    processor = GuardLogitsProcessor(openai, 4, 2)
+    # HF runs its repetition penalty first, then the user's processors.
+    expected = greedy_hf(
+        model,
+        PROMPTS[0],
+        12,
+        repetition_penalty=1.3,
+        logits_processor=LogitsProcessorList([processor]),
+    )
+    assert decode(model, PROMPTS[:1], settings)[0].tokens == expected

@@ -3,7 +3,7 @@ import math
 import torch
 
 from loopfix.detect import DetectConfig, find_periodic_tail
-from loopfix.guards import GuardContext, generate_guarded, parse_guards
+from loopfix.guards import GuardContext, parse_guards
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
 
@@ -61,16 +61,13 @@ def test_without_rollback_the_continuing_token_is_banned_at_detection() -> None:
     assert chain.record(0)["rescues"][0]["position"] == 11
 
 
-def test_rescue_on_a_model_rolls_back_sequence_and_cache_to_the_onset() -> None:
+def test_rescue_on_a_model_rolls_back_sequence_and_cache_to_the_onset(decode) -> None:
     model = tiny_model("llama", seed=0)
     prompt = [1, 5, 6, 7]  # greedy loops on "42 114 37" from token 17 on
     settings = DecodeSettings(max_new_tokens=40)
-    plain = generate_guarded(model, [prompt], settings, lambda: parse_guards("none"), 2)[0]
-    args = {**WATCH, "rescue.budget": 1}
-    rescued = generate_guarded(model, [prompt], settings, lambda: parse_guards("rescue", args), 2)[
-        0
-    ]
-    (rescue,) = rescued.record["rescues"]
+    plain = decode(model, [prompt], settings)[0]
+    rescued = decode(model, [prompt], settings, "rescue", {**WATCH, "rescue.budget": 1})[0]
+    (rescue,) = rescued.guards["rescues"]
     # The detector, run offline on the plain output, puts the onset where the rescue went.
     config = DetectConfig(min_span=8, max_period=16)
     verdict = find_periodic_tail(plain.tokens[: rescue["detected_at"]], config)
@@ -85,7 +82,7 @@ def test_rescue_on_a_model_rolls_back_sequence_and_cache_to_the_onset() -> None:
         logits = model(input_ids=ids).logits[0, -1]
     logits[banned] = -math.inf
     assert rescued.tokens[position] == int(logits.argmax())
-    # and the rest equals greedy decoding from that prefix without any cache: the crop was exact.
+    # and the rest equals greedy decoding from that prefix: the rollback was exact.
     prefix = prompt + rescued.tokens[: position + 1]
     rest = len(rescued.tokens) - position - 1
     fresh = model.generate(
@@ -99,13 +96,13 @@ def test_rescue_on_a_model_rolls_back_sequence_and_cache_to_the_onset() -> None:
     assert fresh[0, len(prefix) :].tolist() == rescued.tokens[position + 1 :]
 
 
-def test_cut_ends_the_sequence_at_detection() -> None:
+def test_cut_ends_the_sequence_at_detection(decode) -> None:
     model = tiny_model("llama", seed=0)
     settings = DecodeSettings(max_new_tokens=40)
     args = {"cut.min_span": 8, "cut.max_period": 16}
-    result = generate_guarded(model, [[1, 5, 6, 7]], settings, lambda: parse_guards("cut", args), 2)
+    result = decode(model, [[1, 5, 6, 7]], settings, "cut", args)
     assert result[0].finish_reason == "repetition"
-    assert len(result[0].tokens) == result[0].record["cut"]["position"]
+    assert len(result[0].tokens) == result[0].guards["cut"]["position"]
     config = DetectConfig(min_span=8, max_period=16)
     assert find_periodic_tail(result[0].tokens, config) is not None
     assert find_periodic_tail(result[0].tokens[:-1], config) is None

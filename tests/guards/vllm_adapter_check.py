@@ -4,9 +4,12 @@ HF adapter gives on the same inputs. Prints "ok" on success."""
 from __future__ import annotations
 
 import sys
+import tempfile
 from types import SimpleNamespace
 
 import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
 
@@ -23,9 +26,39 @@ SPECS = [
 ]
 
 
-def fake_config() -> SimpleNamespace:
-    model_config = SimpleNamespace(get_vocab_size=lambda: VOCAB, tokenizer="/nonexistent")
+def fake_config(tokenizer: str = "/nonexistent") -> SimpleNamespace:
+    model_config = SimpleNamespace(get_vocab_size=lambda: VOCAB, tokenizer=tokenizer)
     return SimpleNamespace(model_config=model_config)
+
+
+def check_think_escape() -> None:
+    """rescue.escape=think_end through the processor, with the think tokens looked up from the
+    model's tokenizer: the same logits as HF, and `</think>` forced once the loop is seen."""
+    words = [f"w{i}" for i in range(VOCAB - 2)] + ["<think>", "</think>"]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="w0"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="w0")
+    args = {"rescue.escape": "think_end", "rescue.min_span": 6, "rescue.max_period": 8}
+    params = SamplingParams(temperature=0.0, extra_args={"loopfix_guards": "rescue", **args})
+    prompt, stream = [VOCAB - 2, 5], [1, 2, 3, 1, 2, 3, 1, 2, 3]
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer.save_pretrained(folder)
+        processor = LoopfixLogitsProcessor(fake_config(folder), torch.device("cpu"), False)
+    output: list[int] = []
+    processor.update_state(BatchUpdate(1, [], [(0, params, prompt, output)], []))
+    chain = parse_guards("rescue", args, GuardContext.from_tokenizer(tokenizer), rollback=False)
+    hf = GuardLogitsProcessor(chain, len(prompt), None, temperature=0.0, seed=0)
+    for token in [*stream, None]:  # the step after the last token is the forced one
+        logits = torch.randn(1, VOCAB)
+        ours = processor.apply(logits.clone())
+        theirs = hf(torch.tensor([prompt + output]), logits.clone())
+        assert torch.equal(ours, theirs), len(output)
+        if token is not None:
+            output.append(token)
+            processor.update_state(None)
+    forced = torch.full((VOCAB,), -float("inf"))
+    forced[VOCAB - 1] = logits[0, VOCAB - 1]
+    assert torch.equal(ours[0], forced), "the loop in the think block did not force </think>"
 
 
 def main() -> None:
@@ -62,6 +95,7 @@ def main() -> None:
         except GuardError:
             continue
         sys.exit(f"validate_params accepted {bad}")
+    check_think_escape()
     print("ok")
 
 

@@ -1,4 +1,5 @@
 import json
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,12 @@ def test_overlong_prompt_is_flagged_not_truncated(tmp_path: Path, testbed_backen
     assert (
         result.summary["settings"][0]["overlong"] == 1 and result.summary["settings"][0]["n"] == 1
     )
+
+
+def test_think_on_a_template_without_enable_thinking_is_flagged(tmp_path, testbed_backend) -> None:
+    asked = run_scan(config(tmp_path / "think", think=True, n=2), backend=testbed_backend)
+    (warning,) = asked.summary["warnings"]
+    assert "--think on had no effect" in warning and "enable_thinking" in warning
+    assert escape(warning) in (tmp_path / "think" / "report.html").read_text()
+    plain = run_scan(config(tmp_path / "plain", n=2), backend=testbed_backend)
+    assert plain.summary["warnings"] == []

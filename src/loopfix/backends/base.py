@@ -48,6 +48,7 @@ class Generation:
     error: why a request failed (finish_reason "error").
     guards: what decode-time guards did to this sample (rescues with position and period, a
         cut), stored in the sample's record as `meta.guards`.
+    token_count: how many tokens a server says it generated, when it returned no ids.
     """
 
     tokens: list[int]
@@ -58,6 +59,7 @@ class Generation:
     entropy: list[float] | None = None
     error: str | None = None
     guards: dict[str, Any] | None = None
+    token_count: int | None = None
 
 
 @runtime_checkable

@@ -51,6 +51,8 @@ def request_body(
         "frequency_penalty": settings.frequency_penalty,
         "seed": request.seed,
         "return_token_ids": True,  # vLLM extension; servers without it ignore the field
+        # The final event then carries `usage`: a length for servers that return no ids.
+        "stream_options": {"include_usage": True},
     }
     # Extensions outside the OpenAI schema are only sent when they change something.
     if settings.top_k:
@@ -79,8 +81,12 @@ class _Stream:
     reasoning: list[str] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     finish: str | None = None
+    completion_tokens: int | None = None
 
     def add(self, event: dict[str, Any]) -> None:
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            self.completion_tokens = usage["completion_tokens"]
         choices = event.get("choices")
         if not isinstance(choices, list):
             raise ValueError(f"event without a 'choices' list: {json.dumps(event)[:200]}")
@@ -100,6 +106,7 @@ class _Stream:
             finish_reason=_FINISH.get(self.finish, "stop"),
             text="".join(self.text),
             reasoning=reasoning or None,
+            token_count=None if self.tokens else self.completion_tokens,
         )
 
 

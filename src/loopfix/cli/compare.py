@@ -38,7 +38,7 @@ def _table(summary: dict[str, Any]) -> Table:
 
 
 def compare_command(
-    model: str = typer.Argument(..., help="folder, hub id or loopfix:NAME (HF backend)"),
+    model: str = typer.Argument(..., help="folder, hub id or loopfix:NAME"),
     suite: str = typer.Option("stargraph", help="stargraph, arith, or a JSON-lines file"),
     guards: str = typer.Option(DEFAULT_GUARDS, help="comma-separated guard specs (a+b composes)"),
     guard_arg: Annotated[
@@ -54,6 +54,9 @@ def compare_command(
     top_k: int = typer.Option(0, help="top-k (0 = off)"),
     batch_size: int = typer.Option(16, help="prompts per batch (guards without rollback)"),
     device: str | None = typer.Option(None, help="cpu, cuda, ... (default: best available)"),
+    backend: str = typer.Option(
+        "hf", help="hf (our decode engine, real rollback) or vllm (run from .venv-vllm)"
+    ),
     out: Annotated[Path, typer.Option(help="output directory (resumes when it matches)")] = Path(
         "compare"
     ),
@@ -61,6 +64,7 @@ def compare_command(
     """Compare decode-time guards on the same prompts and seeds."""
     from pydantic import ValidationError
 
+    from loopfix.backends.base import BackendError
     from loopfix.guards import GuardError, parse_guard_args
     from loopfix.models import ModelLoadError
     from loopfix.scan import ConfigMismatchError, ScanConfig
@@ -85,6 +89,7 @@ def compare_command(
                 "top_k": top_k,
                 "batch_size": batch_size,
                 "device": device,
+                "backend": backend,
                 "out": out,
             }
         )
@@ -94,7 +99,14 @@ def compare_command(
             guard_args=parse_guard_args(guard_arg or []),
         )
         summary = run_compare(config)
-    except (ValidationError, GuardError, SuiteError, ModelLoadError, ConfigMismatchError) as error:
+    except (
+        ValidationError,
+        GuardError,
+        SuiteError,
+        ModelLoadError,
+        ConfigMismatchError,
+        BackendError,
+    ) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     console.print(_table(summary))

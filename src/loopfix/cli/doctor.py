@@ -1,4 +1,4 @@
-"""`loopfix doctor`: the closed loop on one model (first version: measure and report)."""
+"""`loopfix doctor`: the closed loop on one model (measure, then repair, then report)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,17 @@ def register(app: typer.Typer) -> None:
 
 def doctor_command(
     model: str = typer.Argument("loopfix:stargraph", help="testbed folder or loopfix:NAME"),
-    n: int = typer.Option(300, help="fresh prompts per temperature"),
+    n: int = typer.Option(
+        300, help="fresh prompts per temperature; also the repair's verification prompts"
+    ),
     seed: int = typer.Option(12345, help="prompt and sampler seed"),
     temperatures: str = typer.Option("0,1.0", help="comma-separated temperatures"),
-    out: Path = typer.Option(Path("doctor"), "--out", help="folder for summary.json and report.md"),
+    out: Path = typer.Option(
+        Path("doctor"), "--out", help="folder for summary.json, report.md and repair/"
+    ),
     threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
 ) -> None:
-    """Measure how often a model loops and write a report (default: the bundled testbed).
+    """Measure how often a model loops, repair it, and write a report (default: the testbed).
 
     Example: loopfix doctor            (runs on loopfix:stargraph, writes doctor/)
     """
@@ -35,20 +39,29 @@ def doctor_command(
     try:
         with progress_bar() as progress:
             task = progress.add_task("generating", total=n * len(temps))
-            evaluation = run_doctor(
+            result = run_doctor(
                 model,
                 out,
                 n=n,
                 seed=seed,
                 temperatures=temps,
                 on_batch=lambda done: progress.advance(task, done),
+                report=lambda line: console.print(line, markup=False),
             )
     except NotATestbedError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from error
-    console.print(evaluation_table(evaluation, f"loopfix doctor: {model}"))
+    console.print(evaluation_table(result.evaluation, f"loopfix doctor: {model}"))
     console.print(
         "flywheel P(repeat again) after 1..6 repeats: "
-        + " ".join(f"{p:.2f}" for p in evaluation.flywheel)
+        + " ".join(f"{p:.2f}" for p in result.evaluation.flywheel)
     )
-    console.print(f"wrote {out / 'summary.json'} and {out / 'report.md'}")
+    repair = result.repair
+    console.print(
+        f"repair ({repair['seconds']:.0f} s): {repair['verdict']}; at T={repair['temperature']:g} "
+        f"loops {repair['base_loop_rate']:.1%} -> {repair['patched_loop_rate']:.1%} "
+        f"(random control {repair['random_control_loop_rate']:.1%}), KL {repair['kl']:.3f}, "
+        f"touched {repair['touched_fraction']:.2%}",
+        markup=False,
+    )
+    console.print(f"wrote {out / 'summary.json'}, {out / 'report.md'} and {repair['folder']}/")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 console = Console()
 
@@ -25,9 +26,9 @@ def _floats(text: str, option: str) -> tuple[float, ...]:
 
 
 def repair_command(
-    model: Annotated[str, typer.Argument(help="testbed folder or loopfix:NAME")] = (
-        "loopfix:stargraph"
-    ),
+    model: Annotated[
+        str, typer.Argument(help="loopfix:NAME or testbed folder; any model with --suite")
+    ] = "loopfix:stargraph",
     out: Annotated[Path, typer.Option("--out", help="folder for patch, verify.json, report.md")] = (
         Path("repair")
     ),
@@ -36,36 +37,69 @@ def repair_command(
     alphas: Annotated[str, typer.Option(help="edit strengths searched")] = "1,2,4,6",
     ks: Annotated[str, typer.Option(help="columns per edited layer searched")] = "8,32",
     max_kl: Annotated[float, typer.Option(help="KL budget on normal walks")] = 0.1,
+    search: Annotated[
+        str, typer.Option(help="grid, or optuna (seeded multi-objective; needs the search extra)")
+    ] = "grid",
+    trials: Annotated[int, typer.Option(help="candidates scored by --search optuna")] = 40,
     positions: Annotated[str, typer.Option(help="probed states: decision or mode")] = "decision",
     batch_size: Annotated[int, typer.Option(help="sequences per probe/scoring pass")] = 256,
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="branches from scan records of this suite (required for non-testbeds)"),
+    ] = None,
+    n: Annotated[int | None, typer.Option(help="suite items of the repair's own scan")] = None,
+    records: Annotated[
+        Path | None,
+        typer.Option(help="records.jsonl of `loopfix scan` (default: scan into OUT/scan)"),
+    ] = None,
+    max_new_tokens: Annotated[
+        int, typer.Option(help="generation cap (testbed verification; the own scan)")
+    ] = 48,
 ) -> None:
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).
 
-    Example: loopfix repair loopfix:stargraph --out repair/stargraph
+    Examples: loopfix repair loopfix:stargraph --out repair/stargraph;
+    loopfix repair Qwen/Qwen3-0.6B --suite arith --n 200 --max-new-tokens 512 --batch-size 8
     """
     import torch
+    from pydantic import ValidationError
 
-    from loopfix.repair import NotATestbedError, RepairConfig, run_repair
+    from loopfix.models import ModelLoadError
+    from loopfix.repair import RepairConfig, RepairInputError, run_repair
+    from loopfix.scan import ConfigMismatchError
+    from loopfix.suites import SuiteError
 
     torch.set_num_threads(threads)
     temperatures = tuple(sorted({0.0, 0.6, 1.0, temperature}))
-    config = RepairConfig(
-        temperature=temperature,
-        temperatures=temperatures,
-        prompts=prompts,
-        alphas=_floats(alphas, "--alphas"),
-        ks=tuple(int(k) for k in _floats(ks, "--ks")),
-        max_kl=max_kl,
-        batch_size=batch_size,
-        positions=positions,  # type: ignore[arg-type]
-    )
+    try:
+        config = RepairConfig(
+            temperature=temperature,
+            temperatures=temperatures,
+            prompts=prompts,
+            alphas=_floats(alphas, "--alphas"),
+            ks=tuple(int(k) for k in _floats(ks, "--ks")),
+            max_kl=max_kl,
+            search=search,  # type: ignore[arg-type]
+            trials=trials,
+            batch_size=batch_size,
+            positions=positions,  # type: ignore[arg-type]
+            suite=suite,
+            n=n,
+            records=records,
+            max_new_tokens=max_new_tokens,
+        )
+    except ValidationError as error:
+        for problem in error.errors():
+            field = ".".join(map(str, problem["loc"])) or "settings"
+            console.print(f"[red]error:[/red] {field}: {escape(problem['msg'])}")
+        raise typer.Exit(2) from error
     try:
         result = run_repair(
             model, out, config, report=lambda line: console.print(line, markup=False)
         )
-    except NotATestbedError as error:
-        console.print(f"[red]error:[/red] {error}")
+    except (RepairInputError, SuiteError, ConfigMismatchError, ModelLoadError) as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}")
         raise typer.Exit(2) from error
     console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
     console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result['patch']}")

@@ -137,6 +137,8 @@ def _run(config: Any) -> None:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None
     console.print(summary_table(result.summary, f"{config.model} on {config.suite}"))
+    for warning in result.summary["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
     console.print(
         f"{result.generated} new samples; wrote {config.out}/records.jsonl, "
         "summary.json, report.html"

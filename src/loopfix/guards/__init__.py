@@ -1,9 +1,10 @@
 """Decode-time guards: framework-neutral cores with thin HF and vLLM adapters.
 
 `parse_guards("rescue+dry", {"dry.multiplier": 0.8}, context)` builds a `GuardChain`; the HF
-adapters (`GuardLogitsProcessor`, `GuardStoppingCriteria`) run it inside `model.generate`, and
-`generate_guarded` runs it in a loop that can roll back (rescue). The vLLM adapter lives in
-`loopfix.guards.vllm` (imported only when vLLM is installed).
+adapters (`GuardLogitsProcessor`, `GuardStoppingCriteria`) run it inside a user's own
+`model.generate`; loopfix's decode engine (`loopfix.backends.engine`, which can also roll back
+for rescue) runs it in scans and comparisons. The vLLM adapter lives in `loopfix.guards.vllm`
+(imported only when vLLM is installed).
 """
 
 from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams, Row
@@ -15,7 +16,6 @@ from loopfix.guards.hf import (
     processor_factory,
     row_seed,
 )
-from loopfix.guards.hf_loop import GuardedGeneration, generate_guarded
 from loopfix.guards.registry import (
     GUARDS,
     guard_names,
@@ -34,12 +34,10 @@ __all__ = [
     "GuardLogitsProcessor",
     "GuardParams",
     "GuardStoppingCriteria",
-    "GuardedGeneration",
     "Row",
     "SuffixAutomaton",
     "dry_penalties",
     "dry_repeat_lengths",
-    "generate_guarded",
     "guard_names",
     "parse_guard_args",
     "parse_guards",

@@ -18,11 +18,18 @@ Steps, per row:
 A driver that cannot roll back (vLLM) uses `rollback=False`: the token the cycle would produce
 is banned instead, at the next position (`onset`, `repeat`) or at the next time the cycle comes
 round to its least sure step (`uncertain`).
+
+`escape="think_end"`: a loop found inside a think block (a `<think>` token seen, prompt included,
+after the last `</think>`) is escaped by forcing `</think>` at the next step (every other logit
+-inf), with no rollback and no ban: the reasoning ends and the model moves on to its answer, which
+also works where nothing can be taken back. Outside a think block, or when the vocabulary has no
+single `<think>` / `</think>` token, the rescue bans as usual.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import torch
@@ -30,7 +37,7 @@ from pydantic import Field
 
 from loopfix.detect import LoopMonitor
 from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
-from loopfix.guards.temperature import retemper_
+from loopfix.guards.temperature import keep_only_, retemper_
 from loopfix.guards.watch import WatchParams, new_monitor
 
 __all__ = ["RescueGuard", "RescueParams", "RescueState"]
@@ -46,11 +53,27 @@ class RescueParams(WatchParams):
         None, ge=0.0, description="temperature right after a rescue; None = unchanged"
     )
     bump_steps: int = Field(8, ge=0, description="steps the bumped temperature lasts")
+    escape: Literal["ban", "think_end"] = Field(
+        "ban",
+        description="inside a think block: ban as usual, or force </think> at once (think_end)",
+    )
+
+
+THINK_START, THINK_END = "<think>", "</think>"
+
+
+@dataclass(frozen=True)
+class ThinkMarkers:
+    start: int
+    end: int
 
 
 @dataclass
 class RescueState:
     monitor: LoopMonitor
+    think: ThinkMarkers | None = None  # set only when escape="think_end" and both tokens exist
+    thinking: bool = False
+    escaping: bool = False  # force `</think>` at the next step
     bans: dict[int, set[int]] = field(default_factory=dict)  # output position -> banned tokens
     rescues: list[dict[str, int]] = field(default_factory=list)
     confidence: list[float] = field(default_factory=list)  # top-1 probability per position
@@ -72,9 +95,17 @@ class RescueGuard(Guard):
         super().__init__(params, context)
         self.can_roll_back = rollback
 
+    @cached_property
+    def think_markers(self) -> ThinkMarkers | None:
+        """The `<think>` / `</think>` token ids, or None when the vocabulary lacks either."""
+        start = _single_token(self.context, THINK_START)
+        end = _single_token(self.context, THINK_END)
+        return None if start is None or end is None else ThinkMarkers(start, end)
+
     def start(self, row: Row) -> RescueState:
         old: RescueState | None = row.state
-        state = RescueState(new_monitor(row.params))
+        think = self.think_markers if row.params.escape == "think_end" else None
+        state = RescueState(new_monitor(row.params), think)
         if old is not None:  # a rollback: the ledger survives, the monitor restarts
             state.bans, state.rescues, state.bumped = old.bans, old.rescues, old.bumped
             state.confidence = old.confidence
@@ -83,6 +114,11 @@ class RescueGuard(Guard):
 
     def observe(self, row: Row, token: int) -> None:
         state: RescueState = row.state
+        if state.think is not None:  # prompt tokens count: templates often open the block
+            if token == state.think.start:
+                state.thinking = True
+            elif token == state.think.end:
+                state.thinking = False
         if row.output_length <= 0:  # a prompt token
             return
         verdict = state.monitor.push(token)
@@ -90,6 +126,17 @@ class RescueGuard(Guard):
             return
         onset, period = int(verdict.onset or 0), int(verdict.period or 1)
         output = row.output
+        if state.thinking and state.think is not None:
+            state.escaping = True
+            state.rescues.append(
+                {
+                    "detected_at": len(output),
+                    "position": len(output),
+                    "period": period,
+                    "forced": state.think.end,
+                }
+            )
+            return
         branch = self._branch(row.params, state, onset, period)
         if self.can_roll_back:
             position = state.pending = branch
@@ -135,6 +182,12 @@ class RescueGuard(Guard):
         if row.params.at == "uncertain":
             del state.confidence[row.output_length :]  # a step taken again after a rollback
             state.confidence.append(float(torch.softmax(logits.float(), dim=-1).max()))
+        if state.escaping and state.think is not None:
+            state.escaping = False
+            keep_only_(logits, state.think.end)
+            if not torch.isfinite(logits[state.think.end]):  # an earlier guard banned it
+                logits[state.think.end] = 0.0
+            return
         banned = state.bans.get(row.output_length)
         if banned:
             keep = logits.clone()
@@ -145,6 +198,21 @@ class RescueGuard(Guard):
         if state.bumped and row.params.bump_temperature is not None:
             state.bumped -= 1
             retemper_(logits, row.temperature, row.params.bump_temperature, row.generator)
+
+
+def _single_token(context: GuardContext | None, text: str) -> int | None:
+    """The token whose text is exactly `text`, or None.
+
+    Encoding and checking the text back is O(1), where `tokens_containing` decodes the whole
+    vocabulary; the check matters because a tokenizer without the marker may encode it to one
+    unknown token (the testbed's maps `</think>` to `<pad>`).
+    """
+    if context is None or context.encode is None or context.token_text is None:
+        return None
+    ids = context.encode(text)
+    if len(ids) == 1 and context.token_text(ids[0]) == text:
+        return ids[0]
+    return None
 
 
 def _bump_steps(params: RescueParams) -> int:

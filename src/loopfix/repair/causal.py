@@ -25,7 +25,6 @@ import torch
 from loopfix.patch import EditSite, SiteKind, site_module
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.hooks import direction_ablation, hooked
-from loopfix.repair.verify import compare_outcomes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -36,15 +35,22 @@ __all__ = ["causal_check"]
 
 
 def _ablate(
-    verifier: Verifier, modules: list[Any], vectors: list[torch.Tensor], strength: float, base: Any
+    verifier: Verifier[Any],
+    modules: list[Any],
+    vectors: list[torch.Tensor],
+    strength: float,
+    base: Any,
+    label: str,
 ) -> dict[str, Any]:
     hooks = direction_ablation(modules, vectors, strength)
-    outcomes = verifier.run("causal", verifier.config.temperature, hooked(hooks))
-    return {**outcomes.summary(), **compare_outcomes(base, outcomes)}
+    outcomes = verifier.run(
+        "causal", verifier.config.temperature, hooked(hooks), f"{label}-strength{strength:g}"
+    )
+    return {**outcomes.summary(), **verifier.compare(base, outcomes)}
 
 
 def causal_check(
-    verifier: Verifier,
+    verifier: Verifier[Any],
     model: PreTrainedModel,
     kind: SiteKind,
     layers: Sequence[int],
@@ -57,10 +63,10 @@ def causal_check(
     modules = [site_module(model, EditSite(layer, kind)) for layer in layers]
     doses = []
     for strength in sorted({1.0, float(alpha)}):
-        direction = _ablate(
-            verifier, modules, [directions[i].float() for i in layers], strength, base
+        direction, control = (
+            _ablate(verifier, modules, [v[i].float() for i in layers], strength, base, label)
+            for v, label in ((directions, "ablate-u"), (controls, "ablate-random"))
         )
-        control = _ablate(verifier, modules, [controls[i].float() for i in layers], strength, base)
         net = direction["loops_removed"] - direction["loops_added"]
         removes = (
             net > 0

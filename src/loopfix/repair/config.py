@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["RepairConfig"]
 
@@ -38,6 +41,14 @@ class RepairConfig(BaseModel):
     ks: tuple[int, ...] = Field((8, 32), description="columns per edited layer (grid)")
     alphas: tuple[float, ...] = Field((1.0, 2.0, 4.0, 6.0), description="edit strengths (grid)")
     max_kl: float = Field(0.1, gt=0, description="KL budget (nats/token) on normal walks")
+    search: Literal["grid", "optuna"] = Field(
+        "grid",
+        description="'grid' scores every candidate; 'optuna' runs a seeded multi-objective TPE "
+        "search (selectivity vs KL) over the same space with alpha continuous between the "
+        "smallest and largest of `alphas`, and verifies its Pareto front first",
+    )
+    trials: int = Field(40, ge=1, description="candidates scored by the optuna search")
+    search_seed: int = Field(0, description="seed of the optuna search's sampler")
     verify_top: int = Field(2, ge=1, description="candidates screened by generation")
     causal_prompts: int = Field(
         500,
@@ -50,7 +61,9 @@ class RepairConfig(BaseModel):
     temperatures: tuple[float, ...] = Field(
         (0.0, 0.6, 1.0), description="all verification temperatures"
     )
-    max_new_tokens: int = Field(48, ge=8, description="generation cap (the testbed's)")
+    max_new_tokens: int = Field(
+        48, ge=8, description="generation cap (the testbed's; of the own scan on a suite)"
+    )
     verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
     control_seed: int = Field(77, description="seed of the random-direction control")
     min_reduction: float = Field(
@@ -65,3 +78,28 @@ class RepairConfig(BaseModel):
         description="branch states probed: 'mode' = every state after the first copy; "
         "'decision' = only the arm choices at the root after the first copy",
     )
+    suite: str | None = Field(
+        None,
+        description="suite (built-in name or JSON-lines file) of the branches from scan records; "
+        "None with no `records`: the testbed teacher's branches",
+    )
+    n: int | None = Field(
+        None, ge=4, description="suite items of the repair's own scan (built-in default: 50)"
+    )
+    records: Path | None = Field(
+        None,
+        description="records.jsonl of a `loopfix scan` of the model; None with a suite: the "
+        "repair scans the suite itself into OUT/scan (cap `max_new_tokens`)",
+    )
+
+    @model_validator(mode="after")
+    def _search_is_installed(self) -> RepairConfig:
+        # Checked here, not at the search stage, so a missing extra fails before the model is
+        # loaded and probed rather than minutes into a run.
+        if self.search == "optuna":
+            if find_spec("optuna") is None:
+                raise ValueError("search='optuna' needs optuna: pip install 'loopfix[search]'")
+            # Constraints are set with Trial.set_constraint, which optuna 5 introduced.
+            if int(version("optuna").split(".")[0]) < 5:
+                raise ValueError("search='optuna' needs optuna>=5: pip install -U 'optuna>=5'")
+        return self

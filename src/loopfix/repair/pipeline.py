@@ -1,8 +1,11 @@
 """`run_repair`: find a loop direction, edit a few columns, prove it helps, write the patch.
 
 Steps (each prints its time and the peak memory so far):
-1. branches: matched pairs (copy the last excursion vs explore, equal length, no EOS); training
-   and held-out pairs from different seeds, plus normal teacher walks for the KL check.
+1. branches: matched pairs (equal length, no EOS; `inputs.py`): on a testbed, copy the last
+   excursion vs explore, training and held-out pairs from different seeds, plus normal teacher
+   walks for the KL check; with a suite, from scan records (`scan_branches.py`): the loop as
+   generated vs a non-looping resample of its prefix, training and held-out prompts apart, and
+   non-looping held-out samples for the KL check.
 2. probe + directions: per layer u = normalise(mean repetitive - mean productive) over the
    training pairs' states, with the separation along u and cosines between layers.
 3. search: every candidate (site x layer set x k x alpha) scored without generating on the
@@ -25,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from loopfix.lab.evaluate import testbed_config
-from loopfix.lab.stargraph import PAD_ID
 from loopfix.models import (
     architecture_for,
     decoder_layers,
@@ -37,7 +38,7 @@ from loopfix.models import (
 )
 from loopfix.patch import EditSite, build_patch, save_patch, site_module, write_strength
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.branches import BranchPair, make_pairs, normal_walks
+from loopfix.repair.branches import BranchPair
 from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
 from loopfix.repair.causal import causal_check
 from loopfix.repair.config import RepairConfig
@@ -48,31 +49,27 @@ from loopfix.repair.directions import (
     mean_difference_directions,
     random_directions,
 )
+from loopfix.repair.inputs import repair_inputs
+from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.probe import ClassMeans, class_means, projections
 from loopfix.repair.report import render_report
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.stages import StageClock
-from loopfix.repair.verification import Verifier
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["NotATestbedError", "find_directions", "rank_candidates", "run_repair"]
-
-
-class NotATestbedError(ValueError):
-    """This version builds branches from the star-graph teacher; other models need scan-based
-    branches (not yet implemented)."""
+__all__ = ["find_directions", "rank_candidates", "run_repair"]
 
 
 def find_directions(
-    model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig
+    model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig, pad_id: int
 ) -> tuple[LayerDirections, list[dict[str, Any]]]:
     """Per-layer directions, and per edit site how much of the mean difference along u it
     writes (its inputs' mean difference times each column's u^T W, summed)."""
     sites = [EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites]
     batches = {
-        which: branch_batches(pairs, which, config.positions, config.batch_size, PAD_ID)
+        which: branch_batches(pairs, which, config.positions, config.batch_size, pad_id)
         for which in ("repetitive", "productive")
     }
     means = {which: class_means(model, b, sites) for which, b in batches.items()}
@@ -125,9 +122,16 @@ def rank_candidates(
 def _search(
     model: PreTrainedModel, directions: LayerDirections, scorer: Scorer, config: RepairConfig
 ) -> list[tuple[Candidate, ProxyScore]]:
+    """The ranked candidates that go on to the causal check and verification: the one place
+    where `config.search` picks the grid or the optuna search."""
     order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
     layers = order[: config.search_layers]
     budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
+    if config.search == "optuna":
+        front, rest = optuna_search(model, directions.vectors, layers, budget, scorer, config)
+        # The front first: screening then compares different selectivity/KL trade-offs rather
+        # than near-copies of the most selective trial.
+        return rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
     grid = candidate_grid(
         model,
         directions.vectors,
@@ -149,37 +153,26 @@ def run_repair(
     config: RepairConfig | None = None,
     report: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    config = config or RepairConfig()
     clock = StageClock(report)
     with clock.stage("load"):
         model, tokenizer = load_model(model_spec, device="cpu")
-        if "back" not in tokenizer.get_vocab():
-            raise NotATestbedError(
-                f"{model_spec} is not a star-graph testbed; this version of `loopfix repair` "
-                "builds its branches from the testbed's teacher"
-            )
-        task = testbed_config(model)
-    with clock.stage("branches"):
-        train = make_pairs(task, config.branch_seed, config.train_pairs, config.repeats)
-        heldout = make_pairs(
-            task, config.branch_seed + 1, config.heldout_pairs, config.proxy_repeats
-        )
-        walks = normal_walks(task, config.branch_seed + 2, config.kl_walks)
+    inputs = repair_inputs(model, tokenizer, model_spec, Path(out), config or RepairConfig(), clock)
+    config, heldout, pad_id = inputs.config, inputs.heldout, inputs.pad_id
     with clock.stage("probe+directions"):
-        directions, contributions = find_directions(model, train, config)
+        directions, contributions = find_directions(model, inputs.train, config, pad_id)
     with clock.stage("search"):
         scorer = Scorer(
             model,
-            branch_batches(heldout, "repetitive", config.positions, config.batch_size, PAD_ID),
-            branch_batches(heldout, "productive", config.positions, config.batch_size, PAD_ID),
-            walk_batches(walks, config.batch_size, PAD_ID, config.kl_positions),
+            branch_batches(heldout, "repetitive", config.positions, config.batch_size, pad_id),
+            branch_batches(heldout, "productive", config.positions, config.batch_size, pad_id),
+            walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions),
         )
         ranked = _search(model, directions, scorer, config)
     report(f"best proxy: {ranked[0][0].label()} {ranked[0][1].to_dict()}")
     controls = random_directions(
         len(decoder_layers(model)), residual_width(model), config.control_seed
     )
-    verifier = Verifier(model, tokenizer, task, config)
+    verifier = inputs.verifier
     with clock.stage("causal check"):
         top = ranked[0][0]
         causal = causal_check(
@@ -202,6 +195,7 @@ def run_repair(
     )
     result.update(
         model=model_spec,
+        branches=inputs.summary,
         directions={"layers": directions.to_dict(), "sites": contributions},
         search={
             "candidates": len(ranked),
@@ -240,7 +234,7 @@ def _write(
         )
     }
     provenance = {
-        "method": "mean difference of matched branches (copy vs explore), loopfix.repair",
+        "method": result["branches"]["method"],
         "candidate": chosen.to_dict(),
         "separations": [directions.separations[layer] for layer in chosen.layers],
         "config": result["config"],

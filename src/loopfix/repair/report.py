@@ -9,12 +9,32 @@ __all__ = ["render_report"]
 _ARMS = ("base", "patched", "random_control")
 
 
+def _percent(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.1%}"
+
+
 def _row(temperature: str, arm: str, data: dict[str, Any]) -> str:
     went = ", ".join(f"{k} {v}" for k, v in data["outcomes"].items() if v)
     return (
-        f"| {temperature} | {arm} | {data['loop_rate']:.1%} | {data['accuracy']:.1%} | "
-        f"{data['cut_rate']:.1%} | {data['mean_length']:.1f} | {went} |"
+        f"| {temperature} | {arm} | {_percent(data['loop_rate'])} | "
+        f"{_percent(data['accuracy'])} | {_percent(data['cut_rate'])} | "
+        f"{data['mean_length']:.1f} | {went} |"
     )
+
+
+def _branches(branches: dict[str, Any]) -> list[str]:
+    """What the scan path built its branches from (the testbed's come from its teacher)."""
+    if branches["source"] != "scan records":
+        return []
+    train, heldout = branches["train"], branches["heldout"]
+    return [
+        f"Branches from {branches['records']}: prompts {branches['prompts']}; training pairs "
+        f"{train['pairs']} of {train['looping_samples']} looping samples (dropped "
+        f"{train['dropped']}), held-out pairs {heldout['pairs']} of "
+        f"{heldout['looping_samples']} (dropped {heldout['dropped']}); KL on "
+        f"{branches['normal']} {branches['normal_source']}.",
+        "",
+    ]
 
 
 def render_report(result: dict[str, Any]) -> str:
@@ -29,7 +49,9 @@ def render_report(result: dict[str, Any]) -> str:
         f"touched {result['touched_fraction']:.4%} of the weights. Control: a norm-matched random "
         f"direction (alpha {result['control']['alpha']:.2f}, KL {result['control_kl']:.4f}).",
         "",
-        "| T | arm | loop rate | success | cut rate | mean length | where the walks went |",
+        *_branches(result["branches"]),
+        f"| T | arm | loop rate | success | cut rate | mean length | where the "
+        f"{result['branches']['unit']} went |",
         "|---:|---|---:|---:|---:|---:|---|",
     ]
     for temperature, block in result["by_temperature"].items():

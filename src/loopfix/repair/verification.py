@@ -1,69 +1,81 @@
-"""The generation side of a repair: base, candidates and control on held-out prompts."""
+"""The generation side of a repair: base, candidates and control on held-out prompts.
+
+Where the prompts come from and how outcomes are compared is a `PromptSets`: the testbed's
+graphs (`verify.StargraphPrompts`) or held-out suite prompts run through `loopfix.scan`
+(`scan_verify.ScanPrompts`). Both name two sets: "verify" (the final numbers) and "causal" (the
+activation-level check and the screening of candidates).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from loopfix.lab.stargraph import make_graphs
-from loopfix.lab.train import TrainConfig
 from loopfix.patch import build_patch, patched
 from loopfix.repair.candidates import Candidate
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.verify import Outcomes, compare_outcomes, generate_outcomes
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
-__all__ = ["Verifier", "temperature_key"]
+__all__ = ["PromptSets", "Verifier", "temperature_key"]
+
+
+class Summarised(Protocol):
+    def summary(self) -> dict[str, Any]: ...
+
+
+OutcomesT = TypeVar("OutcomesT", bound=Summarised)
+
+
+class PromptSets(Protocol[OutcomesT]):
+    def generate(self, prompts: str, temperature: float, label: str) -> OutcomesT:
+        """Generate on the prompt set `prompts` with the model as it is now; `label` names the
+        arm (for sources that keep their generations)."""
+        ...
+
+    def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
+        """Paired with the base: rescues, regressions, loops removed/added with their McNemar
+        p-values, and where the base's loops went."""
+        ...
 
 
 def temperature_key(temperature: float) -> str:
     return f"{temperature:.1f}"
 
 
-class Verifier:
-    """Generates on the verification prompts (seed `verify_seed`) and the causal-check prompts
-    (seed `verify_seed + 1`); base outcomes are generated once and reused."""
+class Verifier(Generic[OutcomesT]):
+    """Generates on a source's prompt sets; base outcomes are generated once and reused."""
 
     def __init__(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        task: TrainConfig,
-        config: RepairConfig,
+        self, model: PreTrainedModel, source: PromptSets[OutcomesT], config: RepairConfig
     ) -> None:
-        self.model, self.tokenizer, self.config = model, tokenizer, config
-        self.graphs = {
-            "verify": make_graphs(config.verify_seed, config.prompts, task.arms, task.depth),
-            "causal": make_graphs(
-                config.verify_seed + 1, config.causal_prompts, task.arms, task.depth
-            ),
-        }
-        self._base: dict[tuple[str, float], Outcomes] = {}
-        self._edited: dict[tuple[str, str, float, float, float], Outcomes] = {}
+        self.model, self.source, self.config = model, source, config
+        self._base: dict[tuple[str, float], OutcomesT] = {}
+        self._edited: dict[tuple[str, str, float, float, float], OutcomesT] = {}
 
     def run(
-        self, prompts: str, temperature: float, context: AbstractContextManager[Any] | None = None
-    ) -> Outcomes:
+        self,
+        prompts: str,
+        temperature: float,
+        context: AbstractContextManager[Any] | None = None,
+        label: str = "base",
+    ) -> OutcomesT:
         with context or nullcontext():
-            return generate_outcomes(
-                self.model,
-                self.tokenizer,
-                self.graphs[prompts],
-                temperature,
-                self.config.max_new_tokens,
-                self.config.verify_seed,
-                self.config.gen_batch_size,
-            )
+            return self.source.generate(prompts, temperature, label)
 
-    def base(self, prompts: str, temperature: float) -> Outcomes:
+    def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
+        return self.source.compare(base, other)
+
+    def base(self, prompts: str, temperature: float) -> OutcomesT:
         if (prompts, temperature) not in self._base:
             self._base[prompts, temperature] = self.run(prompts, temperature)
         return self._base[prompts, temperature]
 
-    def edited(self, candidate: Candidate, temperature: float, prompts: str = "verify") -> Outcomes:
+    def edited(
+        self, candidate: Candidate, temperature: float, prompts: str = "verify"
+    ) -> OutcomesT:
         """Outcomes with the candidate applied."""
         # Control and candidate share sites, k (and maybe alpha): the directions tell them apart.
         key = (
@@ -75,7 +87,9 @@ class Verifier:
         )
         if key not in self._edited:
             patch = build_patch(self.model, candidate.requests)
-            self._edited[key] = self.run(prompts, temperature, patched(self.model, patch))
+            self._edited[key] = self.run(
+                prompts, temperature, patched(self.model, patch), candidate.label()
+            )
         return self._edited[key]
 
     def screen(self, candidates: Sequence[Candidate]) -> tuple[Candidate, list[dict[str, Any]]]:
@@ -90,7 +104,7 @@ class Verifier:
         for candidate in candidates:
             outcomes = self.edited(candidate, temperature, "causal")
             rows.append(
-                {**candidate.to_dict(), **outcomes.summary(), **compare_outcomes(base, outcomes)}
+                {**candidate.to_dict(), **outcomes.summary(), **self.compare(base, outcomes)}
             )
 
         def key(row: dict[str, Any]) -> tuple[bool, int]:
@@ -111,6 +125,6 @@ class Verifier:
             by_temperature[temperature_key(temperature)] = {
                 "base": base.summary(),
                 **{name: outcomes.summary() for name, outcomes in arms.items()},
-                "paired": {name: compare_outcomes(base, o) for name, o in arms.items()},
+                "paired": {name: self.compare(base, o) for name, o in arms.items()},
             }
         return by_temperature

@@ -3,7 +3,7 @@
 Each prompt's walk is classified as the testbed evaluator does (success, loop, wrong stop,
 illegal, cap without loop), so a comparison can say where the loops went. Pairs are the same
 prompt under the same sampler seed; rescues/regressions are on success, with the exact McNemar
-test from `loopfix.scan`.
+test from `loopfix.scan`. `StargraphPrompts` is the testbed's prompt sets for a `Verifier`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.hf import generate
 from loopfix.lab.evaluate import classify, loop_detector_config
-from loopfix.lab.stargraph import StarGraph, score_walk
+from loopfix.lab.stargraph import StarGraph, make_graphs, score_walk
 from loopfix.records import DecodeSettings
+from loopfix.repair.config import RepairConfig
 from loopfix.scan import mcnemar_exact
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["Outcomes", "compare_outcomes", "generate_outcomes"]
+    from loopfix.lab.train import TrainConfig
+
+__all__ = ["Outcomes", "StargraphPrompts", "compare_outcomes", "generate_outcomes"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +94,37 @@ def compare_outcomes(base: Outcomes, other: Outcomes) -> dict[str, Any]:
         "loop_mcnemar_p": mcnemar_exact(removed, added),
         "base_loops_went_to": dict(Counter(b for a, b in pairs if a == "loop")),
     }
+
+
+class StargraphPrompts:
+    """The testbed's prompt sets: fresh graphs from `verify_seed` ("verify") and
+    `verify_seed + 1` ("causal": the activation-level check and the screening)."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        task: TrainConfig,
+        config: RepairConfig,
+    ) -> None:
+        self.model, self.tokenizer, self.config = model, tokenizer, config
+        self.graphs = {
+            "verify": make_graphs(config.verify_seed, config.prompts, task.arms, task.depth),
+            "causal": make_graphs(
+                config.verify_seed + 1, config.causal_prompts, task.arms, task.depth
+            ),
+        }
+
+    def generate(self, prompts: str, temperature: float, label: str) -> Outcomes:
+        return generate_outcomes(
+            self.model,
+            self.tokenizer,
+            self.graphs[prompts],
+            temperature,
+            self.config.max_new_tokens,
+            self.config.verify_seed,
+            self.config.gen_batch_size,
+        )
+
+    def compare(self, base: Outcomes, other: Outcomes) -> dict[str, Any]:
+        return compare_outcomes(base, other)

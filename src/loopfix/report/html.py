@@ -103,7 +103,9 @@ def _charts(rows: list[dict[str, Any]], records: list[Sample]) -> str:
                 series("non-looping", "accuracy_non_looping"),
             ],
         ),
-        histogram_chart("Output length", [s.length for s in generated], "tokens"),
+        histogram_chart(
+            "Output length", [s.length for s in generated if s.length is not None], "tokens"
+        ),
         histogram_chart("Loop onset", onsets, "token position where the loop starts"),
     ]
     return "<div class=charts>" + "\n".join(charts) + "</div>"
@@ -143,7 +145,8 @@ def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
             )
         example = next((s for s in samples if looping(s)), samples[0])
         label = f"T={example.settings['temperature']:g} #{example.sample_index}, "
-        label += f"{example.finish_reason}, {example.length} tokens"
+        length = "?" if example.length is None else example.length
+        label += f"{example.finish_reason}, {length} tokens"
         cells.append(f"<span class=small>{escape(label)}</span>\n{_highlighted(example)}")
         row = "".join(
             f"<td class=text>{c}</td>" if i == len(cells) - 1 else f"<td>{c}</td>"
@@ -166,7 +169,7 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
         + "</p>"
         if overlong
         else ""
-    )
+    ) + "".join(f"<p>warning: {escape(w)}</p>" for w in summary.get("warnings", []))
     return "\n".join(
         [
             "<!DOCTYPE html>",

@@ -52,7 +52,9 @@ def _paired_block(pairs: list[tuple[Sample, Sample]]) -> dict[str, Any]:
         "loop_rate": rates(is_loop, pairs),
         "cut_rate": rates(lambda s: s.finish_reason == "length", pairs),
         "accuracy": rates(lambda s: bool(s.correct), judged),
-        "mean_length": rates(lambda s: s.length, pairs),
+        "mean_length": rates(
+            lambda s: s.length, [(a, b) for a, b in pairs if None not in (a.length, b.length)]
+        ),
     }
 
 

@@ -3,11 +3,14 @@
 Steps:
 1. Check every guard spec and argument before anything loads (a typo fails in a second), and
    refuse an output directory that holds a comparison with other guards or arguments.
-2. Load the model once.
+2. Load the model once: transformers (`hf`: every guard, "none" included, runs through the same
+   decode engine with the same per-request seeds, so the pairs are exact at any temperature) or
+   one vLLM engine with loopfix's logits processor (`vllm`: guards travel per request, `cut` as
+   vLLM's native `repetition_detection`).
 3. For each guard and temperature, run (or resume) one scan into `DIR/runs/GUARD/T` with the
-   same suite, seeds and settings, generating through `GuardedHFBackend`; what the guards did
-   per sample (rescues with position and period, cuts) lands in each record's `meta.guards`,
-   and the generation time in `timing.json`.
+   same suite, seeds and settings; what the guards did per sample (rescues with position and
+   period, cuts) lands in each record's `meta.guards`, and the generation time in
+   `timing.json`.
 4. For each guard and temperature: the scan's own summary (loop, cut, accuracy, length), the
    pairs against "none" (rescues / regressions, McNemar), rescues performed, tokens per second.
 5. Write `DIR/summary.json` and `DIR/report.html`; return the summary.
@@ -23,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopfix.backends.guarded import GuardedHFBackend
+from loopfix.backends.base import Backend
+from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import parse_guards
 from loopfix.records import SampleStore
@@ -39,7 +43,7 @@ class CompareConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    scan: ScanConfig = Field(description="model, suite, n, seed, temperatures, out (HF backend)")
+    scan: ScanConfig = Field(description="model, suite, n, seed, temperatures, out, backend")
     guards: list[str] = Field(
         ["none", "penalty", "dry", "ngram", "entropy-temp", "adaptive-temp", "rescue"],
         min_length=1,
@@ -56,6 +60,11 @@ class CompareConfig(BaseModel):
 
 
 def _check(config: CompareConfig) -> list[str]:
+    if config.scan.backend not in ("hf", "vllm") or config.scan.ray_address is not None:
+        raise GuardError(
+            "compare runs the guards in-process: use --backend hf or vllm (a server applies "
+            "its own guards; scan it with loopfix scan --backend openai)"
+        )
     guards = list(dict.fromkeys(config.guards))
     if BASELINE not in guards:
         guards.insert(0, BASELINE)  # everything is paired against it
@@ -78,20 +87,55 @@ def _check(config: CompareConfig) -> list[str]:
 
 
 def _chain(spec: str, guard_args: dict[str, Any], context: GuardContext | None) -> Any:
+    return parse_guards(spec, _own_args(spec, guard_args), context)
+
+
+def _own_args(spec: str, guard_args: dict[str, Any]) -> dict[str, Any]:
     names = set(parse_guards(spec).names)
-    own = {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
-    return parse_guards(spec, own, context)
+    return {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
 
 
-def _run_one(
-    config: CompareConfig, spec: str, temperature: float, model: Any, tokenizer: Any
-) -> Path:
+class _Engines:
+    """The loaded model, and a backend for one guard spec over it."""
+
+    def __init__(self, config: CompareConfig) -> None:
+        scan = config.scan
+        self.config = config
+        if scan.backend == "vllm":
+            from loopfix.backends.vllm import VLLMBackend
+
+            # One engine for every guard: it carries the processor, requests carry the guards.
+            self.vllm = VLLMBackend.load(
+                scan.model, batch_size=scan.batch_size, dtype=scan.dtype, processor=True
+            )
+        else:
+            from loopfix.models import load_model
+
+            self.model, self.tokenizer = load_model(
+                scan.model, device=scan.device, dtype=scan.dtype
+            )
+
+    def backend(self, spec: str) -> Backend:
+        args = self.config.guard_args
+        if self.config.scan.backend == "vllm":
+            from loopfix.backends.vllm import VLLMBackend
+
+            return VLLMBackend(self.vllm.llm, self.vllm.batch_size, spec, _own_args(spec, args))
+        from loopfix.backends.hf import HFBackend
+
+        context = GuardContext.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
+        return HFBackend(
+            self.model,
+            self.tokenizer,
+            self.config.scan.batch_size,
+            build_chain=lambda: _chain(spec, args, context),
+        )
+
+
+def _run_one(config: CompareConfig, spec: str, temperature: float, engines: _Engines) -> Path:
     out = Path(config.scan.out) / "runs" / spec / f"T{temperature:g}"
     scan = config.scan.model_copy(update={"temperatures": [temperature], "out": out})
-    context = GuardContext.from_tokenizer(tokenizer, model.config.vocab_size)
-    backend = GuardedHFBackend(
-        model, tokenizer, lambda: _chain(spec, config.guard_args, context), scan.batch_size
-    )
+    backend = TimedBackend(engines.backend(spec))
     result = run_scan(scan, backend=backend)
     timing = _read_json(out / "timing.json", {"tokens": 0, "seconds": 0.0})
     if result.generated:  # a resumed run adds what it generated to what was timed before
@@ -137,16 +181,13 @@ def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> dict[str
 
 def run_compare(config: CompareConfig) -> dict[str, Any]:
     """Run (or resume) the comparison; see the module docstring for the steps."""
-    from loopfix.models import load_model
     from loopfix.report.guard_comparison import write_compare_report
 
     guards = _check(config)
-    model, tokenizer = load_model(
-        config.scan.model, device=config.scan.device, dtype=config.scan.dtype
-    )
+    engines = _Engines(config)
     entries = []
     for temperature in config.scan.temperatures:
-        runs = {spec: _run_one(config, spec, temperature, model, tokenizer) for spec in guards}
+        runs = {spec: _run_one(config, spec, temperature, engines) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
     summary = {
         "model": config.scan.model,

@@ -41,6 +41,8 @@ def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, A
         meta["error"] = generation.error
     if generation.guards is not None:
         meta["guards"] = generation.guards
+    if generation.token_count is not None:
+        meta["completion_tokens"] = generation.token_count
     return meta
 
 

@@ -28,9 +28,9 @@ from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted, write_json
 from loopfix.scan.summary import summarize
-from loopfix.suites import SuiteItem, load_suite, prompt_ids
+from loopfix.suites import SuiteItem, load_suite, prompt_ids, supports_thinking
 
-__all__ = ["ScanResult", "prepare_items", "run_scan", "write_outputs"]
+__all__ = ["ScanResult", "prepare_items", "run_scan", "scan_warnings", "write_outputs"]
 
 Progress = Callable[[int, int | None], None]
 """Called with (samples just finished, total samples to generate when it is known)."""
@@ -114,12 +114,27 @@ def _generate_setting(
     return stored
 
 
-def write_outputs(out: Path, config: ScanConfig | None = None) -> dict[str, Any]:
+def scan_warnings(config: ScanConfig, backend: Backend) -> list[str]:
+    """What the scan could not do as asked (kept in the summary, shown by the CLI)."""
+    warnings = []
+    if config.think is not None and backend.tokenizer is not None:
+        if not supports_thinking(backend.tokenizer):
+            warnings.append(
+                f"--think {'on' if config.think else 'off'} had no effect: the model's chat "
+                "template does not read enable_thinking"
+            )
+    return warnings
+
+
+def write_outputs(
+    out: Path, config: ScanConfig | None = None, warnings: list[str] | None = None
+) -> dict[str, Any]:
     """summary.json and report.html from every record stored in `out`."""
     records = list(SampleStore(out / "records.jsonl"))
     summary = summarize(records)
     if config is not None:
         summary["config"] = config.identity()
+    summary["warnings"] = warnings or []
     write_json(out / "summary.json", summary)
     write_report(out / "report.html", summary, records)
     return summary
@@ -136,6 +151,7 @@ def run_scan(
     own_backend = backend is None
     backend = backend or open_backend(config)
     try:
+        warnings = scan_warnings(config, backend)
         prepared = prepare_items(items, backend, config)
         store = SampleStore(out / "records.jsonl")
         done = store.keys()
@@ -158,4 +174,4 @@ def run_scan(
     finally:
         if own_backend:
             backend.close()
-    return ScanResult(out, write_outputs(out, config), generated)
+    return ScanResult(out, write_outputs(out, config, warnings), generated)

@@ -68,7 +68,8 @@ def setting_summary(samples: list[Sample]) -> dict[str, Any]:
             sum(bool(s.correct) for s in judged_non_looping),
             len(judged_non_looping),
         ),
-        **_lengths([s.length for s in generated]),
+        **_lengths([s.length for s in generated if s.length is not None]),
+        "unknown_lengths": sum(s.length is None for s in generated),
     }
 
 

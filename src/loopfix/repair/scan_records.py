@@ -1,0 +1,159 @@
+"""The scan records a repair on any model builds its branches from, and its prompt roles.
+
+Records come from a `loopfix scan` run (its `records.jsonl` with the `scan.json` beside it) or
+from a scan the repair runs itself. The suite's prompts are rendered again with the model's
+tokenizer, as the scan rendered them (checked against each record's `prompt_length`), because a
+branch's prefix is the prompt's token ids followed by the generated ones.
+
+Prompts are split by id, never by sample: a prompt's samples all serve one role, so nothing the
+directions were learnt from is ever scored or verified on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopfix.backends.hf import HFBackend
+from loopfix.models import ModelLoadError, resolve_model_path
+from loopfix.records import Sample, SampleStore
+from loopfix.repair.config import RepairConfig
+from loopfix.repair.errors import RepairInputError
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.suites import SuiteItem, load_suite, prompt_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["ScanRecords", "own_scan", "read_records", "split_prompts"]
+
+
+@dataclass(frozen=True)
+class ScanRecords:
+    path: Path  # the records.jsonl
+    config: ScanConfig  # the scan that wrote them (its scan.json)
+    samples: list[Sample]
+    items: dict[str, SuiteItem]  # the suite's items that have records, in suite order
+    prompts: dict[str, list[int]]  # each item's prompt token ids
+
+
+def own_scan(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    model_spec: str,
+    out: Path,
+    config: RepairConfig,
+) -> Path:
+    """Scan the suite at every verification temperature (greedy loops count too) into
+    OUT/scan; a rerun with the same settings resumes it. Returns its records.jsonl."""
+    assert config.suite is not None
+    scan = ScanConfig(
+        model=model_spec,
+        suite=config.suite,
+        n=config.n,
+        temperatures=list(config.temperatures),
+        max_new_tokens=config.max_new_tokens,
+        batch_size=config.gen_batch_size,
+        out=out / "scan",
+    )
+    run_scan(scan, HFBackend(model, tokenizer, batch_size=config.gen_batch_size))
+    return scan.out / "records.jsonl"
+
+
+def _where(spec: str) -> str:
+    """What a model spec points at, so that two spellings of one folder compare equal."""
+    try:
+        resolved = resolve_model_path(spec)
+    except ModelLoadError:
+        return spec
+    path = Path(resolved)
+    return str(path.resolve()) if path.is_dir() else resolved
+
+
+def _scan_config(path: Path) -> ScanConfig:
+    identity = path.parent / "scan.json"
+    if not identity.is_file():
+        raise RepairInputError(
+            f"{identity} is missing: records for a repair must come from `loopfix scan`, which "
+            "writes the scan's configuration (suite, seed, decode settings) beside them"
+        )
+    return ScanConfig(**json.loads(identity.read_text())["config"], out=path.parent)
+
+
+def _rendered(
+    samples: list[Sample], items: dict[str, SuiteItem], tokenizer: Any, config: ScanConfig
+) -> dict[str, list[int]]:
+    prompts: dict[str, list[int]] = {}
+    for sample in samples:
+        if sample.prompt_id in prompts:
+            continue
+        if sample.prompt_id not in items:
+            raise RepairInputError(
+                f"record prompt {sample.prompt_id!r} is not in suite {config.suite!r} "
+                f"(n {config.n}, seed {config.seed}) as the scan.json beside the records gives it"
+            )
+        ids = prompt_ids(items[sample.prompt_id], tokenizer, config.think)
+        expected = sample.meta.get("prompt_length")
+        if expected is not None and expected != len(ids):
+            raise RepairInputError(
+                f"prompt {sample.prompt_id!r} renders to {len(ids)} tokens with this model's "
+                f"tokenizer, but to {expected} in the scan: the records come from another "
+                "tokenizer or chat template"
+            )
+        prompts[sample.prompt_id] = ids
+    return prompts
+
+
+def read_records(
+    path: Path, suite: str | None, model_spec: str, tokenizer: PreTrainedTokenizerBase
+) -> ScanRecords:
+    """A scan's records with the prompts they continue; refuses records of another model or
+    suite, and records that cannot be matched to their prompts."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "records.jsonl"
+    if not path.is_file():
+        raise RepairInputError(f"{path} does not exist: pass the records.jsonl of `loopfix scan`")
+    config = _scan_config(path)
+    if suite is not None and suite != config.suite:
+        raise RepairInputError(
+            f"the records are of suite {config.suite!r}, not {suite!r} "
+            f"(see {path.parent / 'scan.json'})"
+        )
+    if _where(config.model) != _where(model_spec):
+        raise RepairInputError(
+            f"the records were generated by {config.model!r}, not {model_spec!r}: branches must "
+            "be the repaired model's own loops"
+        )
+    samples = list(SampleStore(path))
+    if not samples:
+        raise RepairInputError(f"{path} holds no records")
+    items = {item.id: item for item in load_suite(config.suite, config.n, config.seed)}
+    prompts = _rendered(samples, items, tokenizer, config)
+    return ScanRecords(
+        path, config, samples, {k: v for k, v in items.items() if k in prompts}, prompts
+    )
+
+
+def split_prompts(prompt_ids: Sequence[str], seed: int) -> dict[str, list[str]]:
+    """Roles by prompt id, in an order fixed by a hash of (seed, id): half the prompts train the
+    directions; the other half are held out and alternate between "causal" (activation check
+    and screening of candidates) and "verify" (the final numbers), so the reported numbers are
+    not measured on the prompts a candidate was picked on."""
+    if len(prompt_ids) < 4:
+        raise RepairInputError(
+            f"the records cover {len(prompt_ids)} prompts; a repair splits them into training, "
+            "screening and verification prompts and needs at least 4 (scan more: --n)"
+        )
+
+    def rank(prompt_id: str) -> bytes:
+        return hashlib.sha256(f"{seed}:{prompt_id}".encode()).digest()
+
+    order = sorted(prompt_ids, key=rank)
+    half = len(order) // 2
+    held_out = order[half:]
+    return {"train": order[:half], "causal": held_out[0::2], "verify": held_out[1::2]}

@@ -1,0 +1,135 @@
+"""Verification of a repair on any model: held-out suite prompts generated with `run_scan`.
+
+Each held-out prompt set is written as a JSON-lines suite (`OUT/verification/verify.jsonl`,
+`causal.jsonl`) and every arm (base, a candidate, its control, an activation-level ablation)
+is a scan of it with the in-memory model under the arm's patch or hooks, into its own folder
+under `OUT/verification/` (kept, so `loopfix scan --compare` can re-pair any two arms). Every
+arm uses the records' decode settings and cap and the same seed, so a prompt's sample in one arm
+pairs with its sample in another under the same sampler seed.
+
+A sample's outcome (the testbed's "where the walks went" has no counterpart here): correct, loop
+(not correct), cut without loop, wrong stop (judged wrong), unjudged (no checker).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopfix.backends.hf import HFBackend
+from loopfix.records import Sample, SampleStore
+from loopfix.repair.config import RepairConfig
+from loopfix.scan import ScanConfig, compare_samples, is_loop, mcnemar_exact, run_scan
+from loopfix.scan.summary import setting_summary
+from loopfix.suites import SuiteItem
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["OUTCOMES", "ScanOutcomes", "ScanPrompts", "outcome"]
+
+OUTCOMES = ("correct", "loop", "cut_without_loop", "wrong_stop", "unjudged")
+
+
+def outcome(sample: Sample) -> str:
+    if sample.correct:
+        return "correct"
+    if is_loop(sample):
+        return "loop"
+    if sample.finish_reason == "length":
+        return "cut_without_loop"
+    return "unjudged" if sample.correct is None else "wrong_stop"
+
+
+@dataclass(frozen=True)
+class ScanOutcomes:
+    """The records of one arm's scan at one temperature."""
+
+    temperature: float
+    samples: tuple[Sample, ...]
+    folder: Path
+
+    def summary(self) -> dict[str, Any]:
+        generated = [s for s in self.samples if s.finish_reason != "error"]
+        stats = setting_summary(list(self.samples))
+        counts = Counter(map(outcome, generated))
+        return {
+            **{
+                key: stats[key] for key in ("n", "loop_rate", "cut_rate", "accuracy", "mean_length")
+            },
+            "outcomes": {name: counts[name] for name in OUTCOMES},
+            "finish_reasons": dict(Counter(s.finish_reason for s in self.samples)),
+            "records": str(self.folder / "records.jsonl"),
+        }
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", label).strip("_")
+
+
+class ScanPrompts:
+    """The "verify" and "causal" prompt sets of a repair on scan records (see the module)."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        scan: ScanConfig,
+        prompt_sets: dict[str, list[SuiteItem]],
+        config: RepairConfig,
+        folder: Path,
+    ) -> None:
+        self.model, self.tokenizer, self.scan, self.config = model, tokenizer, scan, config
+        # Rewritten by every run: a stale arm folder would be resumed as if it were this one.
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        self.folder, self.suites, self.runs = folder, {}, 0
+        for name, items in prompt_sets.items():
+            self.suites[name] = folder / f"{name}.jsonl"
+            self.suites[name].write_text(
+                "".join(json.dumps(item.to_dict(), ensure_ascii=False) + "\n" for item in items)
+            )
+
+    def generate(self, prompts: str, temperature: float, label: str) -> ScanOutcomes:
+        self.runs += 1
+        out = self.folder / f"{self.runs:02d}-{_slug(label)}-{prompts}-T{temperature:g}"
+        scan = self.scan.model_copy(
+            update={
+                "suite": str(self.suites[prompts]),
+                "n": None,
+                "temperatures": [temperature],
+                "samples": 1,
+                "seed": self.config.verify_seed,
+                "backend": "hf",
+                "ray_address": None,
+                "capture": False,
+                "batch_size": self.config.gen_batch_size,
+                "out": out,
+            }
+        )
+        run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size))
+        return ScanOutcomes(temperature, tuple(SampleStore(out / "records.jsonl")), out)
+
+    def compare(self, base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
+        paired = compare_samples(list(base.samples), list(other.samples))["overall"]
+        arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
+        went = Counter(
+            outcome(arm[s.prompt_id, s.sample_index])
+            for s in base.samples
+            if is_loop(s) and (s.prompt_id, s.sample_index) in arm
+        )
+        return {
+            "pairs": paired["pairs"],
+            "rescues": paired["rescues"],
+            "regressions": paired["regressions"],
+            "mcnemar_p": paired["mcnemar_p"],
+            "loops_removed": paired["loops_removed"],
+            "loops_added": paired["loops_added"],
+            "loop_mcnemar_p": mcnemar_exact(paired["loops_removed"], paired["loops_added"]),
+            "base_loops_went_to": dict(went),
+        }

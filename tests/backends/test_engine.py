@@ -1,0 +1,123 @@
+import numpy as np
+import pytest
+import torch
+
+from loopfix.backends.engine import DecodeEngine, draw, uniforms
+from loopfix.guards import Guard, GuardChain, GuardParams, parse_guards
+from loopfix.models import tiny_model
+from loopfix.records import DecodeSettings
+
+PROMPTS = [[1, 5, 6, 7], [1, 9, 3], [1, 20, 21, 22, 23], [1, 4], [1, 30, 31, 8, 9, 10], [1, 11]]
+WATCH = {"rescue.min_span": 8, "rescue.max_period": 16, "rescue.budget": 2}
+
+
+def run(model, settings, batch_size, spec="none", args=None, prompts=PROMPTS):
+    engine = DecodeEngine(model, settings, 2, 2, batch_size, lambda: parse_guards(spec, args or {}))
+    results = dict(engine.run(prompts, [100 + i for i in range(len(prompts))]))
+    return [results[i] for i in range(len(prompts))]
+
+
+def plain_greedy(model, prompt: list[int], max_new_tokens: int) -> list[int]:
+    output = model.generate(
+        input_ids=torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=2,
+        eos_token_id=2,
+    )[0, len(prompt) :].tolist()
+    return output[: output.index(2) + 1] if 2 in output else output
+
+
+def test_uniforms_depend_on_seed_and_position_only_and_are_uniform() -> None:
+    seeds = np.arange(20_000, dtype=np.uint64)
+    positions = np.full(20_000, 7, dtype=np.uint64)
+    u = uniforms(seeds, positions)
+    assert ((u >= 0) & (u < 1)).all()
+    assert np.array_equal(u[5:10], uniforms(seeds[5:10], positions[5:10]))
+    assert not np.array_equal(u, uniforms(seeds, positions + np.uint64(1)))
+    counts, _ = np.histogram(u, bins=10, range=(0, 1))
+    assert counts.min() > 1_850 and counts.max() < 2_150  # 2,000 expected per bin
+
+
+def test_inverse_cdf_draws_follow_the_distribution_and_skip_impossible_tokens() -> None:
+    probs = torch.tensor([0.5, 0.0, 0.2, 0.3, 0.0])
+    u = uniforms(np.arange(30_000, dtype=np.uint64), np.zeros(30_000, dtype=np.uint64))
+    tokens = draw(probs.expand(30_000, -1), u)
+    frequencies = torch.bincount(tokens, minlength=5).double() / 30_000
+    assert frequencies[1] == 0 and frequencies[4] == 0
+    assert torch.allclose(frequencies, probs.double(), atol=0.01)
+    edges = np.array([0.0, 0.5, 0.7, 0.999999999])  # at and just below the CDF's steps
+    assert draw(probs.expand(4, -1), edges).tolist() == [0, 2, 3, 3]
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma2"])
+def test_continuous_and_fixed_batches_equal_plain_greedy_decoding(family: str) -> None:
+    model = tiny_model(family, seed=1)
+    settings = DecodeSettings(max_new_tokens=20)
+    batched = run(model, settings, batch_size=4)  # 6 prompts through 4 rows: refills
+    assert [r.tokens for r in batched] == [plain_greedy(model, p, 20) for p in PROMPTS]
+    for result in batched:
+        stopped = result.tokens[-1:] == [2]
+        assert result.finish_reason == ("stop" if stopped else "length")
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2"])
+def test_sampling_and_rescue_do_not_depend_on_batch_mates(family: str) -> None:
+    model = tiny_model(family, seed=0)
+    sampled = DecodeSettings(temperature=0.8, max_new_tokens=24)
+    assert [r.tokens for r in run(model, sampled, 4)] == [r.tokens for r in run(model, sampled, 1)]
+    greedy = DecodeSettings(max_new_tokens=40)
+    # Batch 8 admits only when 2 rows are free: a rolled-back row may wait while others step.
+    together = run(model, greedy, 8, "rescue", WATCH, PROMPTS * 3)
+    alone = run(model, greedy, 1, "rescue", WATCH, PROMPTS * 3)
+    assert [r.tokens for r in together] == [r.tokens for r in alone]
+    assert [r.guards for r in together] == [r.guards for r in alone]
+    together = run(model, greedy, 4, "rescue", WATCH)
+    alone = run(model, greedy, 1, "rescue", WATCH)
+    assert [r.tokens for r in together] == [r.tokens for r in alone]
+    assert [r.guards for r in together] == [r.guards for r in alone]
+    rescued = [r for r in together if r.guards and r.guards.get("rescues")]
+    assert rescued, "the tiny model loops at greedy: some rescue must fire"
+    # A rollback re-prefills the kept prefix: the row pays for those tokens again.
+    for result in rescued:
+        assert result.forward_tokens > len(result.tokens)
+
+
+def test_guards_that_leave_logits_alone_draw_the_same_tokens_as_none() -> None:
+    model = tiny_model("llama", seed=0)
+    settings = DecodeSettings(temperature=1.0, max_new_tokens=24)
+    none = run(model, settings, 4)
+    # A cut that never fires (a period longer than any output) changes nothing at T=1.
+    idle = run(model, settings, 4, "cut", {"cut.min_span": 64, "cut.max_period": 32})
+    assert [r.tokens for r in idle] == [r.tokens for r in none]
+
+
+class RowSpy(Guard):
+    """Checks, each step, that every row it holds inside the batch is a running sequence."""
+
+    name = "row-spy"
+    Params = GuardParams
+
+    def start(self, row):
+        return None
+
+    def adjust(self, row, logits) -> None:
+        pass
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        inside = [row for row in self.rows if row < logits.shape[0]]
+        assert all(row >= 0 for row in inside), f"a waiting row inside the batch: {inside}"
+        assert len(inside) == logits.shape[0], "every running row has guard state"
+        return logits
+
+
+def test_rolled_back_rows_wait_outside_the_batch() -> None:
+    model = tiny_model("llama", seed=0)
+
+    def chain() -> GuardChain:  # the spy rides along with a real rescue guard
+        return GuardChain([*parse_guards("rescue", WATCH).guards, RowSpy()])
+
+    engine = DecodeEngine(model, DecodeSettings(max_new_tokens=40), 2, 2, 8, chain)
+    results = dict(engine.run(PROMPTS * 3, range(18)))
+    assert any(r.guards and r.guards.get("rescues") for r in results.values())

@@ -1,0 +1,131 @@
+"""`loopfix repair` on a model that is not a testbed: branches and verification from scans."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopfix.cli import app
+from loopfix.models import tiny_model, tiny_tokenizer
+from loopfix.records import SampleStore
+from loopfix.repair import RepairConfig, run_repair
+from loopfix.scan import ScanConfig, compare_runs, run_scan
+
+# Every stage on a tiny random llama (it loops at greedy), verified at T=0 only.
+SMALL = RepairConfig(
+    train_pairs=8,
+    heldout_pairs=8,
+    kl_walks=8,
+    sites=("attn_out", "down_proj"),
+    max_layers=1,
+    search_layers=1,
+    ks=(8,),
+    alphas=(2.0, 4.0),
+    verify_top=2,
+    causal_prompts=50,
+    prompts=50,
+    temperature=0.0,
+    temperatures=(0.0,),
+    gen_batch_size=16,
+    batch_size=16,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny") / "llama"
+    tiny_model("llama").save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def test_repair_from_scan_records_writes_an_honest_verify_json(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    scan = ScanConfig(
+        model=str(tiny_folder),
+        suite="arith",
+        n=16,
+        temperatures=[0.0],
+        max_new_tokens=40,
+        out=tmp_path / "scan",
+    )
+    run_scan(scan)
+    config = SMALL.model_copy(update={"suite": "arith", "records": scan.out / "records.jsonl"})
+    started = time.perf_counter()
+    result = run_repair(str(tiny_folder), tmp_path / "out", config, report=lambda line: None)
+    assert time.perf_counter() - started < 60
+    verify = json.loads((tmp_path / "out" / "verify.json").read_text())
+    assert verify["accepted"] == result["accepted"]
+    for arm in ("base", "patched", "random_control"):
+        assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
+        assert verify[arm]["n"] == verify["branches"]["prompts"]["verify"] == 4
+    assert verify["by_temperature"]["0.0"]["base"] == verify["base"]
+    assert {"kl", "rescues", "regressions", "touched_fraction", "accepted"} <= verify.keys()
+    assert verify["config"]["positions"] == "mode"  # no star-graph decision states in text
+    branches = verify["branches"]
+    assert branches["source"] == "scan records" and branches["records"] == str(config.records)
+    assert branches["prompts"] == {"train": 8, "causal": 4, "verify": 4}
+    assert 0 < branches["train"]["pairs"] <= 8 and 0 < branches["heldout"]["pairs"] <= 8
+    # The decision follows from the numbers, check by check.
+    checks, paired = verify["checks"], verify["by_temperature"]["0.0"]["paired"]["patched"]
+    base, patched = verify["base"]["loop_rate"], verify["patched"]["loop_rate"]
+    assert checks["loops_fall_enough"] == (base > 0 and patched <= 0.5 * base)
+    assert checks["loops_fall_significantly"] == (
+        paired["loops_removed"] > paired["loops_added"] and paired["loop_mcnemar_p"] < 0.05
+    )
+    assert checks["success_not_down_primary"] == (paired["rescues"] >= paired["regressions"])
+    assert checks["kl_within_budget"] == (verify["kl"] <= config.max_kl)
+    assert checks["touched_within_1_percent"] == (verify["touched_fraction"] <= 0.01)
+    assert verify["accepted"] == all(checks.values())
+    failed = [name for name, ok in checks.items() if not ok]
+    assert verify["verdict"].startswith("accepted" if not failed else "no selective loop direction")
+    assert all(name in verify["verdict"] for name in failed)
+    folder = tmp_path / "out" / ("" if verify["accepted"] else "rejected_candidate")
+    assert Path(verify["patch"]) == folder / "patch.json" and (folder / "patch.json").is_file()
+    # The arms are scans: re-pairing their records gives the same rescues and regressions.
+    runs = [Path(verify[arm]["records"]).parent for arm in ("base", "patched")]
+    assert all(len(list(SampleStore(run / "records.jsonl"))) == 4 for run in runs)
+    overall = compare_runs(*runs)["overall"]
+    assert (overall["rescues"], overall["regressions"]) == (
+        verify["rescues"],
+        verify["regressions"],
+    )
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "where the samples went" in report and "Branches from" in report
+
+
+runner = CliRunner()
+
+
+def test_cli_scans_the_suite_itself(tiny_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    arguments = ["repair", str(tiny_folder), "--suite", "arith", "--n", "8", "--out", str(out)]
+    grid = ["--temperature", "0", "--max-new-tokens", "32", "--ks", "8", "--alphas", "2"]
+    result = runner.invoke(app, arguments + grid + ["--prompts", "50", "--batch-size", "16"])
+    assert result.exit_code == 0, result.output
+    verify = json.loads((out / "verify.json").read_text())
+    assert verify["branches"]["records"] == str(out / "scan" / "records.jsonl")
+    assert (
+        verify["branches"]["scan"]["n"] == 8 and verify["branches"]["scan"]["max_new_tokens"] == 32
+    )
+    assert set(verify["by_temperature"]) == {"0.0", "0.6", "1.0"}
+    assert len(list(SampleStore(out / "scan" / "records.jsonl"))) == 8 * 3
+    # Records of another suite are refused with the reason, not a traceback.
+    again = runner.invoke(
+        app,
+        [
+            "repair",
+            str(tiny_folder),
+            "--suite",
+            "stargraph",
+            "--records",
+            str(out / "scan" / "records.jsonl"),
+            "--out",
+            str(tmp_path / "again"),
+        ],
+    )
+    assert again.exit_code == 2
+    assert "records are of suite 'arith', not 'stargraph'" in " ".join(again.output.split())

