@@ -6,23 +6,10 @@ import pytest
 from loopfix.doctor import NotATestbedError, doctor_repair_config, run_doctor
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.repair import RepairConfig
+from tests.repair.small import SMALL_TESTBED_REPAIR
 
-# The repair stage at test size: few pairs, one site, small prompt sets (the pipeline is the
-# same as with the doctor's defaults, only smaller).
-SMALL_REPAIR = RepairConfig(
-    train_pairs=40,
-    heldout_pairs=24,
-    kl_walks=16,
-    sites=("attn_out",),
-    max_layers=1,
-    search_layers=1,
-    ks=(8,),
-    alphas=(2.0,),
-    verify_top=1,
-    causal_prompts=50,
-    prompts=60,
-    gen_batch_size=60,
-)
+# The repair stage at test size (the pipeline is the doctor's, only smaller).
+SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 60, "gen_batch_size": 60})
 
 
 def test_doctor_on_the_bundled_testbed_measures_repairs_and_reports(tmp_path: Path) -> None:

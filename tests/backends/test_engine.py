@@ -6,6 +6,7 @@ from loopfix.backends.engine import DecodeEngine, draw, uniforms
 from loopfix.guards import Guard, GuardChain, GuardParams, parse_guards
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
+from tests.decoding import plain_greedy
 
 PROMPTS = [[1, 5, 6, 7], [1, 9, 3], [1, 20, 21, 22, 23], [1, 4], [1, 30, 31, 8, 9, 10], [1, 11]]
 WATCH = {"rescue.min_span": 8, "rescue.max_period": 16, "rescue.budget": 2}
@@ -15,18 +16,6 @@ def run(model, settings, batch_size, spec="none", args=None, prompts=PROMPTS):
     engine = DecodeEngine(model, settings, 2, 2, batch_size, lambda: parse_guards(spec, args or {}))
     results = dict(engine.run(prompts, [100 + i for i in range(len(prompts))]))
     return [results[i] for i in range(len(prompts))]
-
-
-def plain_greedy(model, prompt: list[int], max_new_tokens: int) -> list[int]:
-    output = model.generate(
-        input_ids=torch.tensor([prompt]),
-        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        pad_token_id=2,
-        eos_token_id=2,
-    )[0, len(prompt) :].tolist()
-    return output[: output.index(2) + 1] if 2 in output else output
 
 
 def test_uniforms_depend_on_seed_and_position_only_and_are_uniform() -> None:

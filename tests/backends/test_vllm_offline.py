@@ -2,25 +2,17 @@
 records as the hf backend (greedy tokens equal, or split only at a near-tie)."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from loopfix.models import load_model
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import stargraph_suite
+from tests.vllm_server import NEEDS_VLLM, VLLM_PYTHON, vllm_env
 
 from .greedy import assert_same_greedy
 
-VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.skipif(
-        not VLLM_PYTHON.exists(), reason="no .venv-vllm (bash scripts/setup-vllm.sh)"
-    ),
-]
+pytestmark = NEEDS_VLLM
 OPTIONS = {"model": "loopfix:stargraph", "n": 6, "temperatures": [0.0, 1.0], "max_new_tokens": 32}
 
 
@@ -30,7 +22,7 @@ def rows(out: Path) -> dict[tuple, dict]:
 
 
 def test_offline_vllm_scan_matches_hf_greedy(tmp_path: Path) -> None:
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    env = vllm_env()
     command = [
         str(VLLM_PYTHON),
         "-c",

@@ -1,32 +1,19 @@
 """`loopfix compare --backend vllm` end to end on the bundled testbed, run from .venv-vllm."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.vllm_server import NEEDS_VLLM, VLLM_PYTHON, vllm_env
 
-ROOT = Path(__file__).resolve().parents[2]
-VLLM_LOOPFIX = ROOT / ".venv-vllm" / "bin" / "loopfix"
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.skipif(
-        not VLLM_LOOPFIX.exists(), reason="no .venv-vllm (bash scripts/setup-vllm.sh)"
-    ),
-]
+pytestmark = NEEDS_VLLM
 
 
 def test_compare_on_vllm_runs_guards_per_request_and_cut_natively(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": "1",
-    }
+    env = vllm_env(OMP_NUM_THREADS="1")
     out = tmp_path / "compare"
     command = [
-        str(VLLM_LOOPFIX),
+        str(VLLM_PYTHON.with_name("loopfix")),
         "compare",
         "loopfix:stargraph",
         "--backend",

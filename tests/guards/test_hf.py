@@ -9,33 +9,21 @@ from loopfix.guards import (
 )
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
+from tests.decoding import plain_greedy
 
 PROMPTS = [[1, 5, 6, 7], [1, 9, 3], [1, 20, 21, 22, 23]]
 CONTEXT = GuardContext(vocab_size=128)
 
 
-def greedy_hf(model, prompt: list[int], max_new_tokens: int, **options) -> list[int]:
-    """The user's plain `model.generate`, one prompt, EOS = pad = 2."""
-    output = model.generate(
-        input_ids=torch.tensor([prompt]),
-        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        pad_token_id=2,
-        eos_token_id=2,
-        **options,
-    )[0, len(prompt) :].tolist()
-    return output[: output.index(2) + 1] if 2 in output else output
-
-
 def test_none_gives_bit_identical_generation(decode) -> None:
     model = tiny_model("llama")
     settings = DecodeSettings(max_new_tokens=16)
-    plain = [greedy_hf(model, p, 16) for p in PROMPTS]
+    plain = [plain_greedy(model, p, 16) for p in PROMPTS]
     # The HF adapter with no guard inside the user's own generate,
     processor = GuardLogitsProcessor(parse_guards("none"), 4, 2)
     adapted = [
-        greedy_hf(model, p, 16, logits_processor=LogitsProcessorList([processor])) for p in PROMPTS
+        plain_greedy(model, p, 16, logits_processor=LogitsProcessorList([processor]))
+        for p in PROMPTS
     ]
     assert adapted == plain
     # and our engine with no guard, batched, are plain greedy decoding.
@@ -93,7 +81,7 @@ def test_the_engine_applies_the_samplers_own_penalties_in_hfs_order(decode) -> N
     openai = parse_guards("penalty", {"penalty.presence": 1.0, "penalty.frequency": 0.5}, CONTEXT)
     processor = GuardLogitsProcessor(openai, 4, 2)
     # HF runs its repetition penalty first, then the user's processors.
-    expected = greedy_hf(
+    expected = plain_greedy(
         model,
         PROMPTS[0],
         12,

@@ -6,6 +6,7 @@ from loopfix.detect import DetectConfig, find_periodic_tail
 from loopfix.guards import GuardContext, parse_guards
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
+from tests.decoding import plain_greedy
 
 WATCH = {"rescue.min_span": 8, "rescue.max_period": 16, "rescue.at": "onset"}
 # Output: 1 2 3, then "4 5" repeated. The period-2 run covers 8 tokens at length 11: onset 3.
@@ -85,15 +86,7 @@ def test_rescue_on_a_model_rolls_back_sequence_and_cache_to_the_onset(decode) ->
     # and the rest equals greedy decoding from that prefix: the rollback was exact.
     prefix = prompt + rescued.tokens[: position + 1]
     rest = len(rescued.tokens) - position - 1
-    fresh = model.generate(
-        input_ids=torch.tensor([prefix]),
-        attention_mask=torch.ones(1, len(prefix), dtype=torch.long),
-        max_new_tokens=rest,
-        do_sample=False,
-        pad_token_id=2,
-        eos_token_id=2,
-    )
-    assert fresh[0, len(prefix) :].tolist() == rescued.tokens[position + 1 :]
+    assert plain_greedy(model, prefix, rest) == rescued.tokens[position + 1 :]
 
 
 def test_cut_ends_the_sequence_at_detection(decode) -> None:

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.vllm_server import VLLM_PYTHON
+
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 
 
 def vllm_ready() -> bool:

@@ -5,28 +5,13 @@ import torch
 
 from loopfix.models import load_model
 from loopfix.patch import load_patch, patched
-from loopfix.repair import RepairConfig, run_repair
-
-# A small run of the whole pipeline on the bundled testbed: every stage, real generation.
-SMALL = RepairConfig(
-    train_pairs=40,
-    heldout_pairs=24,
-    kl_walks=16,
-    sites=("attn_out",),
-    max_layers=1,
-    search_layers=1,
-    ks=(8,),
-    alphas=(2.0,),
-    verify_top=1,
-    causal_prompts=50,
-    prompts=50,
-    gen_batch_size=50,
-)
+from loopfix.repair import run_repair
+from tests.repair.small import SMALL_TESTBED_REPAIR
 
 
 def test_repair_writes_verify_json_and_a_revertible_patch(tmp_path: Path) -> None:
     lines: list[str] = []
-    result = run_repair("loopfix:stargraph", tmp_path, SMALL, report=lines.append)
+    result = run_repair("loopfix:stargraph", tmp_path, SMALL_TESTBED_REPAIR, report=lines.append)
     verify = json.loads((tmp_path / "verify.json").read_text())
     assert verify["accepted"] == result["accepted"]
     for arm in ("base", "patched", "random_control"):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from loopfix.detect import detect_text
-from loopfix.models import load_model, tiny_model, tiny_tokenizer
+from loopfix.models import load_model
 from loopfix.records import Sample
 from loopfix.repair import (
     RepairInputError,
@@ -21,14 +21,6 @@ from loopfix.repair.scan_branches import MIN_BRANCH_TOKENS
 from loopfix.scan import ScanConfig, run_scan, scan_detect_config
 
 CAP = 40
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny") / "llama"
-    tiny_model("llama").save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

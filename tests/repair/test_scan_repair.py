@@ -4,11 +4,9 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from loopfix.cli import app
-from loopfix.models import tiny_model, tiny_tokenizer
 from loopfix.records import SampleStore
 from loopfix.repair import RepairConfig, run_repair
 from loopfix.scan import ScanConfig, compare_runs, run_scan
@@ -31,14 +29,6 @@ SMALL = RepairConfig(
     gen_batch_size=16,
     batch_size=16,
 )
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny") / "llama"
-    tiny_model("llama").save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return folder
 
 
 def test_repair_from_scan_records_writes_an_honest_verify_json(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from loopfix.detect import DetectConfig
 
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)  # one line per error, greppable
@@ -19,7 +22,7 @@ def register(app: typer.Typer) -> None:
     app.command("clean")(clean_command)
 
 
-def _config(min_repeats: int | None, min_span: int | None, semantic: str) -> object:
+def _config(min_repeats: int | None, min_span: int | None, semantic: str) -> DetectConfig:
     from loopfix.detect import DetectConfig
 
     update: dict[str, object] = {"semantic": semantic}

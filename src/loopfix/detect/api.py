@@ -73,9 +73,9 @@ def _token_tiers(
         if words is None or _enough_words(verdict, words, config):
             return verdict
     if config.ngram:
-        verdict = _ngram_verdict(ids, config)
-        if verdict is not None:
-            return verdict
+        ngram = _ngram_verdict(ids, config)
+        if ngram is not None:
+            return ngram
     if config.near and classes is not None and (classes >= 0).any():
         content = ~(classes >= 0) if words is None else words
         number_of = None if tokens is None else tokens.number_in

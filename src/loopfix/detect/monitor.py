@@ -157,7 +157,7 @@ class LoopMonitor:
         if not self._hits.any():  # the common case: no stream's tail is a loop
             return verdicts
         fresh = np.flatnonzero(self._hits.any(axis=1) & (self._reported < 0))
-        for stream in fresh:
+        for stream in fresh.tolist():
             # The last hit column is the smallest period: the loop's primitive unit.
             column = int(np.flatnonzero(self._hits[stream])[-1])
             self._reported[stream] = column

@@ -114,6 +114,22 @@ def parse_guard_args(items: Iterable[str]) -> dict[str, Any]:
     return parsed
 
 
+def spec_args(
+    spec: str, guard_args: Mapping[str, Any] | None
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The guards `spec` names and `guard_args` split by guard; an argument for a guard the spec
+    does not name is a GuardError (a typo must not be a silent default)."""
+    names = guard_names(spec)
+    by_guard = split_guard_args(guard_args or {})
+    for name in by_guard:
+        if name not in names:
+            raise GuardError(
+                f"argument for guard {name!r}, which is not in {spec!r} "
+                f"({', '.join(by_guard[name])})"
+            )
+    return names, by_guard
+
+
 def parse_guards(
     spec: str,
     guard_args: Mapping[str, Any] | None = None,
@@ -126,14 +142,7 @@ def parse_guards(
     rollback: whether the driver can roll sequences back (HF loop: yes; vLLM: no), which
         decides how `rescue` escapes a loop.
     """
-    names = guard_names(spec)
-    by_guard = split_guard_args(guard_args or {})
-    for name in by_guard:
-        if name not in names:
-            raise GuardError(
-                f"argument for guard {name!r}, which is not in {spec!r} "
-                f"({', '.join(by_guard[name])})"
-            )
+    names, by_guard = spec_args(spec, guard_args)
     guards: list[Guard] = []
     for name in names:
         params = validate_params(name, by_guard.get(name, {}))

@@ -34,7 +34,13 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 
 from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams
 from loopfix.guards.cut import CutGuard, CutParams
-from loopfix.guards.registry import GUARDS, guard_names, split_guard_args, validate_params
+from loopfix.guards.registry import (
+    GUARDS,
+    guard_names,
+    spec_args,
+    split_guard_args,
+    validate_params,
+)
 from loopfix.guards.rescue import RescueGuard
 
 if TYPE_CHECKING:
@@ -74,14 +80,7 @@ def vllm_guards(spec: str, guard_args: Mapping[str, Any] | None = None) -> VLLMG
 
     Every mistake is a GuardError that names the guard and the parameter.
     """
-    names = guard_names(spec)
-    by_guard = split_guard_args(guard_args or {})
-    for name in by_guard:
-        if name not in names:
-            raise GuardError(
-                f"argument for guard {name!r}, which is not in {spec!r} "
-                f"({', '.join(by_guard[name])})"
-            )
+    names, by_guard = spec_args(spec, guard_args)
     served = [name for name in names if name != CutGuard.name]
     extra_args = None
     if served:

@@ -137,7 +137,8 @@ def repeat_probe_batch(
     of that wrong excursion. For each sequence: the positions of the root that ends each copy,
     the first node of the repeated arm, and the first node of the target's arm."""
     rng = random.Random(seed)
-    sequences, probes = [], []
+    sequences: list[list[int]] = []
+    probes: list[tuple[list[int], int, int]] = []
     while len(sequences) < count:
         graph = make_graph(rng, config.arms, config.depth)
         walk = teacher_walk(rng, graph, config.p_correct, config.p_backtrack)

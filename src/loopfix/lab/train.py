@@ -173,6 +173,6 @@ def train(
 
 def save_testbed(model: torch.nn.Module, out: Path, metadata: dict[str, object]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)  # type: ignore[attr-defined]
+    model.save_pretrained(out)  # type: ignore[attr-defined,operator]
     build_tokenizer().save_pretrained(out)
     (out / "training.json").write_text(json.dumps(metadata, indent=1) + "\n")

@@ -1,0 +1,24 @@
+"""Plain greedy decoding with transformers' own `model.generate`: the reference our decode
+engine and guards are checked against. Import as `from tests.decoding import plain_greedy`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+EOS = 2  # the tiny configs' `</s>`, also used as pad
+
+
+def plain_greedy(model: Any, prompt: list[int], max_new_tokens: int, **options: Any) -> list[int]:
+    """One prompt, no padding, EOS = pad = 2; the output cut after its first EOS."""
+    output = model.generate(
+        input_ids=torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=EOS,
+        eos_token_id=EOS,
+        **options,
+    )[0, len(prompt) :].tolist()
+    return output[: output.index(EOS) + 1] if EOS in output else output
