@@ -18,16 +18,16 @@ from the second period of the branch on (`skip`): the repetition mode shows from
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
+from loopfix.backends.hf import generate
 from loopfix.detect import DetectConfig, LoopVerdict, detect_text
-from loopfix.records import Sample
+from loopfix.guards import Guard, GuardChain, GuardParams, Row
+from loopfix.records import DecodeSettings, Sample
 from loopfix.repair.branches import BranchPair
 from loopfix.repair.scan_records import ScanRecords
 from loopfix.scan import is_loop, scan_detect_config
@@ -120,30 +120,25 @@ def _find_loop(
     return _Loop(prompt, generated[:point], generated[point : point + length], period)
 
 
-class _Ban(LogitsProcessor):
-    """EOS at every step, and each row's own token at the first step."""
+class _BranchBan(Guard):
+    """EOS at every step, and at the first step the token each prefix's loop repeated with."""
 
-    def __init__(self, first: list[int], eos: list[int]) -> None:
-        self.first, self.eos, self.started = torch.tensor(first), eos, False
+    name = "branch-ban"
+    Params = GuardParams
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
-        scores[:, self.eos] = -float("inf")
-        if not self.started:
-            rows = torch.arange(len(self.first), device=scores.device)
-            scores[rows, self.first.to(scores.device)] = -float("inf")
-            self.started = True
-        return scores
+    def __init__(self, first: dict[tuple[int, ...], int], eos: Sequence[int]) -> None:
+        super().__init__()
+        self.first, self.eos = first, list(eos)
 
+    def start(self, row: Row) -> None:
+        return None
 
-@contextmanager
-def _seeded(seed: int) -> Iterator[None]:
-    # Forked, so a repair's resampling leaves the caller's random state as it was.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
+    def adjust(self, row: Row, logits: torch.Tensor) -> None:
+        logits[self.eos] = -float("inf")
+        if row.output_length == 0:
+            logits[self.first[tuple(row.tokens)]] = -float("inf")
 
 
-@torch.inference_mode()
 def _resample(
     model: PreTrainedModel,
     tokenizer: Any,
@@ -153,40 +148,23 @@ def _resample(
     batch_size: int,
 ) -> list[list[int]]:
     """One continuation per loop, as long as its repetitive branch (EOS is banned, so every row
-    runs to the longest branch and is cut to its own length)."""
-    pad = int(tokenizer.pad_token_id or 0)
-    continuations: list[list[int]] = []
-    for start in range(0, len(loops), batch_size):
-        chunk = loops[start : start + batch_size]
-        prefixes = [loop.prompt + loop.before for loop in chunk]
-        width = max(map(len, prefixes))
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, prefix in enumerate(prefixes):  # left padding: every row ends where it grows
-            ids[row, width - len(prefix) :] = torch.tensor(prefix)
-            mask[row, width - len(prefix) :] = 1
-        settings = GenerationConfig(
-            max_new_tokens=max(len(loop.repetitive) for loop in chunk),
-            do_sample=True,
-            temperature=RESAMPLE_TEMPERATURE,
-            top_k=None,
-            top_p=1.0,
-            pad_token_id=pad,
-            eos_token_id=eos or None,
-        )
-        ban = _Ban([loop.repetitive[0] for loop in chunk], eos)
-        with _seeded(seed + start):
-            output = model.generate(  # type: ignore[operator]
-                input_ids=ids.to(model.device),
-                attention_mask=mask.to(model.device),
-                generation_config=settings,
-                logits_processor=LogitsProcessorList([ban]),
-            )
-        rows = output[:, width:].tolist()
-        continuations += [
-            row[: len(loop.repetitive)] for row, loop in zip(rows, chunk, strict=True)
-        ]
-    return continuations
+    runs to the longest branch and is cut to its own length), through the decode engine."""
+    prefixes = [loop.prompt + loop.before for loop in loops]
+    first = {tuple(p): loop.repetitive[0] for p, loop in zip(prefixes, loops, strict=True)}
+    settings = DecodeSettings(
+        temperature=RESAMPLE_TEMPERATURE,
+        max_new_tokens=max(len(loop.repetitive) for loop in loops),
+    )
+    drawn = generate(
+        model,
+        tokenizer,
+        prefixes,
+        settings,
+        batch_size,
+        build_chain=lambda: GuardChain([_BranchBan(first, eos)]),
+        seeds=[seed + i for i in range(len(loops))],
+    )
+    return [g.tokens[: len(loop.repetitive)] for g, loop in zip(drawn, loops, strict=True)]
 
 
 def _branch_detector(length: int) -> DetectConfig:
