@@ -59,11 +59,15 @@ def test_bad_arguments_are_named() -> None:
 def test_doctor_command_writes_its_files_and_refuses_a_non_testbed(tmp_path: Path) -> None:
     from loopfix.models.tiny import tiny_model, tiny_tokenizer
 
-    result = runner.invoke(app, ["doctor", "--n", "20", "--out", str(tmp_path / "doctor")])
+    # The repair stage itself is tested through run_doctor (tests/test_doctor.py).
+    out = tmp_path / "doctor"
+    result = runner.invoke(app, ["doctor", "--n", "20", "--no-repair", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "doctor" / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
     assert [s["temperature"] for s in summary["settings"]] == [0.0, 1.0]
-    assert (tmp_path / "doctor" / "report.md").is_file()
+    assert summary["repair"] is None and "repair" not in summary["stages"]
+    assert "Skipped (`--no-repair`)" in (out / "report.md").read_text()
+    assert not (out / "repair").exists()
     folder = tmp_path / "llama"
     tiny_model("llama").save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)

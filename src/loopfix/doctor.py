@@ -43,7 +43,7 @@ class NotATestbedError(ValueError):
 @dataclass(frozen=True)
 class DoctorResult:
     evaluation: LabEvaluation
-    repair: dict[str, Any]  # summary.json "repair": the verdict and numbers from verify.json
+    repair: dict[str, Any] | None  # summary.json "repair" (from verify.json); None: skipped
     stages: dict[str, float]  # seconds per stage
 
 
@@ -80,8 +80,10 @@ def run_doctor(
     on_batch: Callable[[int], None] | None = None,
     repair_config: RepairConfig | None = None,
     report: Callable[[str], None] = print,
+    repair: bool = True,
 ) -> DoctorResult:
-    """`repair_config` defaults to `doctor_repair_config(n)`; `report` gets the stage lines."""
+    """`repair_config` defaults to `doctor_repair_config(n)`; `report` gets the stage lines;
+    `repair=False` measures only (the repair stage is most of the doctor's time)."""
     started = time.perf_counter()
     clock = StageClock(report)
     with clock.stage("measure"):
@@ -96,17 +98,19 @@ def run_doctor(
             model, tokenizer, n=n, seed=seed, temperatures=temperatures, on_batch=on_batch
         )
     out.mkdir(parents=True, exist_ok=True)
-    folder = out / REPAIR_DIR
-    with clock.stage("repair"):
-        verify = run_repair(
-            model_spec, folder, repair_config or doctor_repair_config(n), report=report
-        )
+    repaired = None
+    if repair:
+        folder = out / REPAIR_DIR
+        with clock.stage("repair"):
+            verify = run_repair(
+                model_spec, folder, repair_config or doctor_repair_config(n), report=report
+            )
+        repaired = {**repair_summary(verify, folder), "seconds": clock.seconds["repair"]}
     stages = dict(clock.seconds)
-    repair = {**repair_summary(verify, folder), "seconds": stages["repair"]}
     summary = {
         "model": model_spec,
         **evaluation.to_dict(),
-        "repair": repair,
+        "repair": repaired,
         "stages": stages,
         "seconds": round(time.perf_counter() - started, 1),
         "versions": {
@@ -117,11 +121,11 @@ def run_doctor(
         },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out / "report.md").write_text(render_report(model_spec, evaluation, repair))
-    return DoctorResult(evaluation, repair, stages)
+    (out / "report.md").write_text(render_report(model_spec, evaluation, repaired))
+    return DoctorResult(evaluation, repaired, stages)
 
 
-def render_report(model_spec: str, evaluation: LabEvaluation, repair: dict[str, Any]) -> str:
+def render_report(model_spec: str, evaluation: LabEvaluation, repair: dict[str, Any] | None) -> str:
     ratio = evaluation.max_new_tokens / evaluation.teacher_mean_length
     lines = [
         f"# loopfix doctor: {model_spec}",
@@ -157,7 +161,9 @@ def render_report(model_spec: str, evaluation: LabEvaluation, repair: dict[str, 
     return "\n".join(lines + _repair_lines(model_spec, repair)) + "\n"
 
 
-def _repair_lines(model_spec: str, repair: dict[str, Any]) -> list[str]:
+def _repair_lines(model_spec: str, repair: dict[str, Any] | None) -> list[str]:
+    if repair is None:
+        return ["", "## Repair", "", "Skipped (`--no-repair`)."]
     rates = {arm: repair[f"{arm}_loop_rate"] for arm in _ARMS}
     success = {arm: repair[f"{arm}_success"] for arm in _ARMS}
     lines = [

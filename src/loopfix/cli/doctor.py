@@ -25,6 +25,7 @@ def doctor_command(
         Path("doctor"), "--out", help="folder for summary.json, report.md and repair/"
     ),
     threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
+    repair: bool = typer.Option(True, help="run the repair stage (most of the doctor's time)"),
 ) -> None:
     """Measure how often a model loops, repair it, and write a report (default: the testbed).
 
@@ -47,6 +48,7 @@ def doctor_command(
                 temperatures=temps,
                 on_batch=lambda done: progress.advance(task, done),
                 report=lambda line: console.print(line, markup=False),
+                repair=repair,
             )
     except NotATestbedError as error:
         console.print(f"[red]error:[/red] {error}")
@@ -56,12 +58,16 @@ def doctor_command(
         "flywheel P(repeat again) after 1..6 repeats: "
         + " ".join(f"{p:.2f}" for p in result.evaluation.flywheel)
     )
-    repair = result.repair
+    repaired = result.repair
+    if repaired is None:
+        console.print(f"repair skipped; wrote {out / 'summary.json'} and {out / 'report.md'}")
+        return
     console.print(
-        f"repair ({repair['seconds']:.0f} s): {repair['verdict']}; at T={repair['temperature']:g} "
-        f"loops {repair['base_loop_rate']:.1%} -> {repair['patched_loop_rate']:.1%} "
-        f"(random control {repair['random_control_loop_rate']:.1%}), KL {repair['kl']:.3f}, "
-        f"touched {repair['touched_fraction']:.2%}",
+        f"repair ({repaired['seconds']:.0f} s): {repaired['verdict']}; at "
+        f"T={repaired['temperature']:g} loops {repaired['base_loop_rate']:.1%} -> "
+        f"{repaired['patched_loop_rate']:.1%} (random control "
+        f"{repaired['random_control_loop_rate']:.1%}), KL {repaired['kl']:.3f}, "
+        f"touched {repaired['touched_fraction']:.2%}",
         markup=False,
     )
-    console.print(f"wrote {out / 'summary.json'}, {out / 'report.md'} and {repair['folder']}/")
+    console.print(f"wrote {out / 'summary.json'}, {out / 'report.md'} and {repaired['folder']}/")
