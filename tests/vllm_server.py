@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,10 +42,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def vllm_server(model: str | Path, log: Path, startup_s: float = 240) -> Iterator[str]:
+def vllm_server(
+    model: str | Path, log: Path, startup_s: float = 240, options: Sequence[str] = ()
+) -> Iterator[str]:
     """Serve `model` (a local HF folder) and yield the base URL once /v1/models answers; the
     server's output goes to `log`, whose tail is in the failure message if it dies or never
-    comes up. The server is stopped on exit."""
+    comes up. `options` are more server flags. The server is stopped on exit."""
     port = free_port()
     env = vllm_env()
     command = [
@@ -61,6 +63,7 @@ def vllm_server(model: str | Path, log: Path, startup_s: float = 240) -> Iterato
         "127.0.0.1",
         "--port",
         str(port),
+        *options,
     ]
     with log.open("w") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
