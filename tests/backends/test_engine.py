@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from loopfix.backends.engine import DecodeEngine, draw, uniforms
+from loopfix.backends.engine import DecodeEngine
+from loopfix.backends.sampling import draw, uniforms
 from loopfix.guards import Guard, GuardChain, GuardParams, parse_guards
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings

@@ -36,23 +36,14 @@ from typing import Any, cast
 
 import numpy as np
 import torch
-from transformers import (
-    DynamicCache,
-    DynamicLayer,
-    LogitsProcessorList,
-    MinPLogitsWarper,
-    PreTrainedModel,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
+from transformers import PreTrainedModel
 
-from loopfix.guards.base import GuardContext
+from loopfix.backends.kv_batch import KVBatch, mergeable
+from loopfix.backends.sampling import draw, sampler_penalties, sampler_warpers, uniforms
 from loopfix.guards.chain import GuardChain
-from loopfix.guards.penalty import PenaltyGuard, PenaltyParams
 from loopfix.records import DecodeSettings, FinishReason
 
-__all__ = ["DecodeEngine", "EngineResult", "draw", "eos_set", "sampler_warpers", "uniforms"]
+__all__ = ["DecodeEngine", "EngineResult", "eos_set"]
 
 
 @dataclass
@@ -87,163 +78,12 @@ class _Sequence:
         return self.prompt + self.output
 
 
-def uniforms(seeds: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """One number in [0, 1) per (seed, position): splitmix64 of the pair, 53 bits."""
-    with np.errstate(over="ignore"):  # uint64 arithmetic wraps by design
-        z = seeds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + positions.astype(
-            np.uint64
-        ) * np.uint64(0xD1B54A32D192ED03)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-
-
-def draw(probs: torch.Tensor, u: np.ndarray) -> torch.Tensor:
-    """Inverse-CDF sampling, one row per uniform: the first token whose cumulative
-    probability exceeds u * total (a token of probability 0 is never chosen)."""
-    cdf = probs.double().cumsum(dim=-1)
-    total = cdf[:, -1:]
-    target = torch.from_numpy(u).to(cdf.device)[:, None] * total
-    index = torch.searchsorted(cdf, torch.minimum(target, total * (1 - 1e-12)), right=True)
-    return index[:, 0].clamp(max=probs.shape[-1] - 1)
-
-
 def eos_set(eos_token_id: int | Sequence[int] | None) -> frozenset[int]:
     if eos_token_id is None:
         return frozenset()
     if isinstance(eos_token_id, int):
         return frozenset({eos_token_id})
     return frozenset(eos_token_id)
-
-
-def sampler_warpers(settings: DecodeSettings) -> LogitsProcessorList:
-    """Temperature and truncation, as `model.generate` builds them (none under greedy)."""
-    warpers = LogitsProcessorList()
-    if not settings.greedy:
-        warpers.append(TemperatureLogitsWarper(settings.temperature))
-        if settings.top_k:
-            warpers.append(TopKLogitsWarper(settings.top_k))
-        if settings.top_p < 1.0:
-            warpers.append(TopPLogitsWarper(settings.top_p))
-        if settings.min_p:
-            warpers.append(MinPLogitsWarper(settings.min_p))
-    return warpers
-
-
-def _sampler_chain(settings: DecodeSettings, vocab_size: int) -> GuardChain:
-    """The sampler's own penalties, which run before any guard."""
-    params = PenaltyParams(
-        repetition=settings.repetition_penalty,
-        presence=settings.presence_penalty,
-        frequency=settings.frequency_penalty,
-    )
-    if params == PenaltyParams():
-        return GuardChain([])
-    return GuardChain([PenaltyGuard(params, GuardContext(vocab_size))])
-
-
-def _mergeable(model: PreTrainedModel) -> bool:
-    """Whether every cache layer is a plain full-attention one (rows can be cut and joined)."""
-    cache = DynamicCache(config=model.config)
-    return all(type(layer).__name__ == "DynamicLayer" for layer in cache.layers)
-
-
-class _Batch:
-    """The running rows: their KV cache, attention mask and next positions, kept in step."""
-
-    def __init__(self, model: PreTrainedModel) -> None:
-        self.model = model
-        self.cache = DynamicCache(config=model.config)
-        self.mask = torch.zeros((0, 0), dtype=torch.long, device=model.device)
-        self.positions = torch.zeros(0, dtype=torch.long, device=model.device)
-
-    def __len__(self) -> int:
-        return int(self.mask.shape[0])
-
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> Any:
-        # Cache positions given, not derived: transformers would otherwise ask the cache for its
-        # length every step (a measurable share of a small model's step on CPU).
-        width = mask.shape[1]
-        cache_position = torch.arange(width - ids.shape[1], width, device=ids.device)
-        return self.model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=self.cache,
-            cache_position=cache_position,
-            logits_to_keep=1,
-        )
-
-    def prefill(self, contexts: Sequence[list[int]], pad_id: int) -> torch.Tensor:
-        """Start a batch on these contexts (left-padded); the next-token logits per row."""
-        width = max(len(c) for c in contexts)
-        device = self.model.device
-        ids = torch.full((len(contexts), width), pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, context in enumerate(contexts):
-            ids[row, width - len(context) :] = torch.tensor(context, dtype=torch.long)
-            mask[row, width - len(context) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        logits = self._forward(ids, mask, positions).logits[:, -1, :].float()
-        self.mask, self.positions = mask, positions[:, -1] + 1
-        return logits
-
-    def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
-        self.mask = torch.cat([self.mask, ones], dim=1)
-        logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
-        self.positions = self.positions + 1
-        return cast(torch.Tensor, logits.logits[:, -1, :].float())
-
-    def keep(self, rows: list[int]) -> None:
-        """Drop every other row, and the columns no remaining row uses."""
-        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
-        self.mask = self.mask.index_select(0, index)
-        self.positions = self.positions.index_select(0, index)
-        used = self.mask.any(dim=0).nonzero()
-        start = int(used[0]) if len(used) else self.mask.shape[1]
-        self.mask = self.mask[:, start:]
-        for layer in _full_layers(self.cache):
-            layer.keys = _keys(layer).index_select(0, index)[:, :, start:]
-            layer.values = _values(layer).index_select(0, index)[:, :, start:]
-
-    def join(self, other: _Batch) -> None:
-        """Append `other`'s rows; the shorter side is padded on the left."""
-        if not len(self):
-            self.cache, self.mask, self.positions = other.cache, other.mask, other.positions
-            return
-        width = max(self.mask.shape[1], other.mask.shape[1])
-        masks = [_pad_left(b.mask, width, dim=1) for b in (self, other)]
-        self.mask = torch.cat(masks, dim=0)
-        self.positions = torch.cat([self.positions, other.positions])
-        pairs = zip(_full_layers(self.cache), _full_layers(other.cache), strict=True)
-        for mine, theirs in pairs:
-            mine.keys = torch.cat([_pad_left(_keys(x), width, dim=2) for x in (mine, theirs)])
-            mine.values = torch.cat([_pad_left(_values(x), width, dim=2) for x in (mine, theirs)])
-
-
-def _full_layers(cache: DynamicCache) -> list[DynamicLayer]:
-    """A mergeable batch's cache layers (all plain full-attention ones: see `_mergeable`)."""
-    return cast(list[DynamicLayer], cache.layers)
-
-
-def _keys(layer: DynamicLayer) -> torch.Tensor:
-    return cast(torch.Tensor, layer.keys)
-
-
-def _values(layer: DynamicLayer) -> torch.Tensor:
-    return cast(torch.Tensor, layer.values)
-
-
-def _pad_left(tensor: torch.Tensor, width: int, dim: int) -> torch.Tensor:
-    missing = width - tensor.shape[dim]
-    if not missing:
-        return tensor
-    shape = list(tensor.shape)
-    shape[dim] = missing
-    return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
 
 
 class DecodeEngine:
@@ -267,7 +107,7 @@ class DecodeEngine:
         self.model, self.settings, self.eos = model, settings, eos_set(eos_token_id)
         self.pad_id, self.capture = pad_token_id, capture
         self.build_chain = build_chain or (lambda: GuardChain([]))
-        self.mergeable = _mergeable(model)
+        self.mergeable = mergeable(model)
         rolls_back = "rescue" in self.build_chain().names
         self.batch_size = batch_size if self.mergeable or not rolls_back else 1
 
@@ -298,9 +138,9 @@ class _Run:
         self.engine, self.settings = engine, engine.settings
         self.waiting: deque[_Sequence] = deque()
         self.rows: list[_Sequence] = []
-        self.batch = _Batch(engine.model)
+        self.batch = KVBatch(engine.model)
         self.logits = torch.zeros(0)
-        sampler = _sampler_chain(engine.settings, engine.model.config.vocab_size)
+        sampler = sampler_penalties(engine.settings, engine.model.config.vocab_size)
         self.chain = engine.build_chain()
         self.parts = (sampler, self.chain)  # both keep per-row state in step with the rows
         self.warpers = sampler_warpers(engine.settings)
@@ -310,7 +150,7 @@ class _Run:
         if not self.waiting or (self.rows and free < max(1, self.engine.batch_size // 4)):
             return
         newcomers = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
-        joining = _Batch(self.engine.model)
+        joining = KVBatch(self.engine.model)
         fresh = joining.prefill([s.context for s in newcomers], self.engine.pad_id)
         self.batch.join(joining)
         for sequence in newcomers:
@@ -359,17 +199,23 @@ class _Run:
         finished: list[tuple[_Sequence, FinishReason]] = []
         rolled: list[_Sequence] = []
         chain = self.chain
-        for row, (sequence, token) in enumerate(zip(self.rows, tokens.tolist(), strict=True)):
-            if sequence.done:  # fixed batches keep ended rows until the batch ends
-                continue
+        # Fixed batches keep ended rows until the batch ends; they take no more tokens.
+        live = [
+            (row, sequence, token)
+            for row, (sequence, token) in enumerate(zip(self.rows, tokens.tolist(), strict=True))
+            if not sequence.done
+        ]
+        for row, sequence, token in live:
             sequence.output.append(token)
             for part in self.parts:
                 part.extend(row, [token])
+        pending = chain.pending_rollbacks()  # each row's depends on its own tokens only
+        for row, sequence, token in live:
             if token in self.engine.eos:
                 finished.append((sequence, "stop"))
             elif chain.stopped(row):
                 finished.append((sequence, "repetition"))
-            elif (length := chain.pending_rollbacks().get(row)) is not None:
+            elif (length := pending.get(row)) is not None:
                 for part in self.parts:
                     part.rollback(row, length)
                 del sequence.output[length:], sequence.top1[length:], sequence.entropy[length:]
@@ -397,18 +243,18 @@ class _Run:
         rolled: list[_Sequence],
     ) -> None:
         """Step the rows that go on; free ended rows and requeue rolled-back ones."""
-        leaving = {id(s) for s, _ in finished} | {id(s) for s in rolled}
         if self.engine.mergeable:
+            leaving = {id(s) for s, _ in finished} | {id(s) for s in rolled}
             keep = [row for row, s in enumerate(self.rows) if id(s) not in leaving]
-            self._release(finished, rolled)
+            self._release(finished, rolled, keep)
             if len(keep) < len(self.rows):
                 self.batch.keep(keep)
                 self.rows = [self.rows[row] for row in keep]
                 tokens = tokens[keep]
         elif rolled or all(s.done for s in self.rows):
             # A fixed batch ends when every row has ended; a rollback (batch of one) re-prefills.
-            self._release([(s, "stop") for s in self.rows if s.done], rolled)
-            self.batch, self.rows = _Batch(self.engine.model), []
+            self._release([(s, "stop") for s in self.rows if s.done], rolled, [])
+            self.batch, self.rows = KVBatch(self.engine.model), []
         if not self.rows:
             self.logits = torch.zeros(0)
             return
@@ -417,10 +263,13 @@ class _Run:
             sequence.forward_tokens += not sequence.done
 
     def _release(
-        self, finished: list[tuple[_Sequence, FinishReason]], rolled: list[_Sequence]
+        self,
+        finished: list[tuple[_Sequence, FinishReason]],
+        rolled: list[_Sequence],
+        keep: list[int],
     ) -> None:
         """Drop the chain rows of ended sequences, park rolled-back ones at the queue's front,
-        and renumber the remaining rows as the batch shrinks."""
+        and renumber the kept rows (old row numbers, ascending) as the batch shrinks."""
         position = {id(s): row for row, s in enumerate(self.rows)}
         for sequence, _ in finished:
             for part in self.parts:
@@ -430,12 +279,7 @@ class _Run:
             for part in self.parts:
                 part.move(position[id(sequence)], sequence.parked)
             self.waiting.appendleft(sequence)
-        gone = {id(s) for s, _ in finished} | {id(s) for s in rolled}
-        target = 0
-        for row, sequence in enumerate(self.rows):
-            if id(sequence) in gone:
-                continue
+        for target, row in enumerate(keep):
             if row != target:
                 for part in self.parts:
                     part.move(row, target)
-            target += 1

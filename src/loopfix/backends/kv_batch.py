@@ -1,0 +1,121 @@
+"""`KVBatch`: the decode engine's running rows, with their KV cache, attention mask and next
+positions kept in step.
+
+Rows are left-padded. A batch can prefill new contexts, step every row by one token, drop rows
+(and the leading columns no remaining row uses) and join another batch's rows (the shorter side
+padded on the left and masked) - the moves continuous batching needs. Only caches made of plain
+full-attention layers can be cut and joined row by row (`mergeable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import torch
+from transformers import DynamicCache, DynamicLayer, PreTrainedModel
+
+__all__ = ["KVBatch", "mergeable"]
+
+
+def mergeable(model: PreTrainedModel) -> bool:
+    """Whether every cache layer is a plain full-attention one (rows can be cut and joined)."""
+    cache = DynamicCache(config=model.config)
+    return all(type(layer).__name__ == "DynamicLayer" for layer in cache.layers)
+
+
+class KVBatch:
+    """The running rows: their KV cache, attention mask and next positions, kept in step."""
+
+    def __init__(self, model: PreTrainedModel) -> None:
+        self.model = model
+        self.cache = DynamicCache(config=model.config)
+        self.mask = torch.zeros((0, 0), dtype=torch.long, device=model.device)
+        self.positions = torch.zeros(0, dtype=torch.long, device=model.device)
+
+    def __len__(self) -> int:
+        return int(self.mask.shape[0])
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> Any:
+        # Cache positions given, not derived: transformers would otherwise ask the cache for its
+        # length every step (a measurable share of a small model's step on CPU).
+        width = mask.shape[1]
+        cache_position = torch.arange(width - ids.shape[1], width, device=ids.device)
+        return self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=self.cache,
+            cache_position=cache_position,
+            logits_to_keep=1,
+        )
+
+    def prefill(self, contexts: Sequence[list[int]], pad_id: int) -> torch.Tensor:
+        """Start a batch on these contexts (left-padded); the next-token logits per row."""
+        width = max(len(c) for c in contexts)
+        device = self.model.device
+        ids = torch.full((len(contexts), width), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for row, context in enumerate(contexts):
+            ids[row, width - len(context) :] = torch.tensor(context, dtype=torch.long)
+            mask[row, width - len(context) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = self._forward(ids, mask, positions).logits[:, -1, :].float()
+        self.mask, self.positions = mask, positions[:, -1] + 1
+        return logits
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
+        self.mask = torch.cat([self.mask, ones], dim=1)
+        logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
+        self.positions = self.positions + 1
+        return cast(torch.Tensor, logits.logits[:, -1, :].float())
+
+    def keep(self, rows: list[int]) -> None:
+        """Drop every other row, and the columns no remaining row uses."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
+        self.mask = self.mask.index_select(0, index)
+        self.positions = self.positions.index_select(0, index)
+        used = self.mask.any(dim=0).nonzero()
+        start = int(used[0]) if len(used) else self.mask.shape[1]
+        self.mask = self.mask[:, start:]
+        for layer in _full_layers(self.cache):
+            layer.keys = _keys(layer).index_select(0, index)[:, :, start:]
+            layer.values = _values(layer).index_select(0, index)[:, :, start:]
+
+    def join(self, other: KVBatch) -> None:
+        """Append `other`'s rows; the shorter side is padded on the left."""
+        if not len(self):
+            self.cache, self.mask, self.positions = other.cache, other.mask, other.positions
+            return
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        masks = [_pad_left(b.mask, width, dim=1) for b in (self, other)]
+        self.mask = torch.cat(masks, dim=0)
+        self.positions = torch.cat([self.positions, other.positions])
+        pairs = zip(_full_layers(self.cache), _full_layers(other.cache), strict=True)
+        for mine, theirs in pairs:
+            mine.keys = torch.cat([_pad_left(_keys(x), width, dim=2) for x in (mine, theirs)])
+            mine.values = torch.cat([_pad_left(_values(x), width, dim=2) for x in (mine, theirs)])
+
+
+def _full_layers(cache: DynamicCache) -> list[DynamicLayer]:
+    """A mergeable batch's cache layers (all plain full-attention ones: see `mergeable`)."""
+    return cast(list[DynamicLayer], cache.layers)
+
+
+def _keys(layer: DynamicLayer) -> torch.Tensor:
+    return cast(torch.Tensor, layer.keys)
+
+
+def _values(layer: DynamicLayer) -> torch.Tensor:
+    return cast(torch.Tensor, layer.values)
+
+
+def _pad_left(tensor: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    missing = width - tensor.shape[dim]
+    if not missing:
+        return tensor
+    shape = list(tensor.shape)
+    shape[dim] = missing
+    return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
