@@ -52,7 +52,7 @@ def compare_command(
     max_new_tokens: int = typer.Option(256, help="cap; an output that reaches it is cut"),
     top_p: float = typer.Option(1.0, help="nucleus mass"),
     top_k: int = typer.Option(0, help="top-k (0 = off)"),
-    batch_size: int = typer.Option(16, help="prompts per batch (guards without rollback)"),
+    batch_size: int = typer.Option(16, help="rows in flight (hf engine) or requests per vllm call"),
     device: str | None = typer.Option(None, help="cpu, cuda, ... (default: best available)"),
     backend: str = typer.Option(
         "hf", help="hf (our decode engine, real rollback) or vllm (run from .venv-vllm)"
