@@ -77,12 +77,12 @@ def generate(
     seeds = (
         seeds if seeds is not None else [prompt_seed(settings.seed, i) for i in range(len(prompts))]
     )
-    results: list[Generation | None] = [None] * len(prompts)
+    results: dict[int, Generation] = {}
     for index, result in engine.run(prompts, seeds):
         results[index] = _generation(result)
         if on_done is not None:
             on_done(1)
-    return [r for r in results if r is not None]
+    return [results[i] for i in range(len(prompts))]  # the engine ends every prompt
 
 
 class HFBackend:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from loopfix.backends.base import Backend
 from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
-from loopfix.guards.registry import parse_guards
+from loopfix.guards.registry import guard_names, parse_guards
 from loopfix.records import SampleStore
 from loopfix.scan import ScanConfig, compare_samples, run_scan
 
@@ -91,7 +91,7 @@ def _chain(spec: str, guard_args: dict[str, Any], context: GuardContext | None) 
 
 
 def _own_args(spec: str, guard_args: dict[str, Any]) -> dict[str, Any]:
-    names = set(parse_guards(spec).names)
+    names = set(guard_names(spec))
     return {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
 
 
