@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loopfix.backends.vllm import checkpoint_dtype
+
 VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
 # pytestmark for a module whose tests all need the server.
 NEEDS_VLLM = [
@@ -47,7 +49,12 @@ def vllm_server(
 ) -> Iterator[str]:
     """Serve `model` (a local HF folder) and yield the base URL once /v1/models answers; the
     server's output goes to `log`, whose tail is in the failure message if it dies or never
-    comes up. `options` are more server flags. The server is stopped on exit."""
+    comes up. `options` are more server flags. The server is stopped on exit.
+
+    The model runs in its checkpoint's own dtype, given explicitly and checked in the log:
+    vLLM's "auto" downcasts a float32 model to bfloat16 on a CPU with bf16 support, and the
+    tests that compare with transformers (float32) must compare like with like everywhere."""
+    dtype = checkpoint_dtype(model)
     port = free_port()
     env = vllm_env()
     command = [
@@ -63,6 +70,8 @@ def vllm_server(
         "127.0.0.1",
         "--port",
         str(port),
+        "--dtype",
+        dtype,
         *options,
     ]
     with log.open("w") as handle:
@@ -79,6 +88,7 @@ def vllm_server(
             except httpx.TransportError:
                 pass
             time.sleep(1)
+        assert f"dtype=torch.{dtype}" in log.read_text(), log.read_text()[-3000:]
         yield url
     finally:
         process.terminate()

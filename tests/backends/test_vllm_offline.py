@@ -45,6 +45,10 @@ def test_offline_vllm_scan_matches_hf_greedy(tmp_path: Path) -> None:
     run_scan(ScanConfig(**OPTIONS, out=tmp_path / "hf"))  # type: ignore[arg-type]
     vllm, hf = rows(tmp_path / "vllm"), rows(tmp_path / "hf")
     assert vllm.keys() == hf.keys()
+    # Like with like: both ran the checkpoint's float32, whatever bf16 support the CPU has.
+    for run in ("vllm", "hf"):
+        summary = json.loads((tmp_path / run / "summary.json").read_text())
+        assert summary["backend"] == {"name": run, "dtype": "float32"}
     model, tokenizer = load_model("loopfix:stargraph", device="cpu")
     prompts = {item.id: tokenizer(item.prompt)["input_ids"] for item in stargraph_suite(6, 0)}
     for key, record in vllm.items():

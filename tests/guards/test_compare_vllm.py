@@ -35,7 +35,9 @@ def test_compare_on_vllm_runs_guards_per_request_and_cut_natively(tmp_path: Path
         command, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    entries = {e["guard"]: e for e in json.loads((out / "summary.json").read_text())["entries"]}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == {"name": "vllm", "dtype": "float32"}  # not downcast
+    entries = {e["guard"]: e for e in summary["entries"]}
     assert entries["none"]["loop_rate"] > 0.2  # the testbed loops at greedy
     assert entries["dry"]["loop_rate"] < entries["none"]["loop_rate"]
     cut = [

@@ -1,7 +1,6 @@
 """`loopfix repair` on a model that is not a testbed: branches and verification from scans."""
 
 import json
-import time
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -44,9 +43,7 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     )
     run_scan(scan)
     config = SMALL.model_copy(update={"suite": "arith", "records": scan.out / "records.jsonl"})
-    started = time.perf_counter()
     result = run_repair(str(tiny_folder), tmp_path / "out", config, report=lambda line: None)
-    assert time.perf_counter() - started < 60
     verify = json.loads((tmp_path / "out" / "verify.json").read_text())
     assert verify["accepted"] == result["accepted"]
     for arm in ("base", "patched", "random_control"):

@@ -16,6 +16,11 @@ from loopfix.records import DecodeSettings, FinishReason
 __all__ = ["Backend", "BackendError", "Generation", "Request"]
 
 
+def dtype_name(dtype: Any) -> str:
+    """"float32" for torch.float32 (or a string already so named)."""
+    return str(dtype).removeprefix("torch.")
+
+
 class BackendError(RuntimeError):
     """A backend that cannot go on (server unreachable, malformed reply, missing package)."""
 
@@ -71,12 +76,16 @@ class Backend(Protocol):
         backend's server tokenizes (requests then carry text or messages).
     context_length: the longest prompt + continuation, in tokens; None when unknown.
     batch_size: how many requests the caller should hand over at once.
+    dtype: the dtype the weights actually run in ("float32", "bfloat16"); None when a server
+        does not say. Kept in the scan summary: the same model in another dtype walks
+        differently at greedy, so results of two backends compare only in the same dtype.
     """
 
     name: str
     tokenizer: Any
     context_length: int | None
     batch_size: int
+    dtype: str | None
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings

@@ -17,7 +17,7 @@ from typing import Any
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from loopfix.backends.base import Generation, Request
+from loopfix.backends.base import Generation, Request, dtype_name
 from loopfix.backends.engine import DecodeEngine, EngineResult
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
@@ -101,6 +101,7 @@ class HFBackend:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.capture, self.build_chain = capture, build_chain
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
+        self.dtype: str | None = dtype_name(model.dtype)
 
     @classmethod
     def load(

@@ -116,6 +116,7 @@ class OpenAIBackend:
     name = "openai"
     tokenizer: Any = None  # the server tokenizes
     context_length: int | None = None  # the server rejects what does not fit; the record says so
+    dtype: str | None = None  # an OpenAI-compatible server does not say
 
     def __init__(
         self,

@@ -38,6 +38,9 @@ class _Worker:
     ) -> list[tuple[int, Generation]]:
         return list(self.backend.generate(requests, settings))
 
+    def dtype(self) -> str | None:
+        return self.backend.dtype  # type: ignore[no-any-return]
+
 
 class RayBackend:
     """Deal batches of a scan to Ray actors and merge what they return."""
@@ -78,6 +81,7 @@ class RayBackend:
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor: Any = ray.remote(num_cpus=1)(_Worker)
         self.workers: list[Any] = [actor.remote(kind, model, options) for _ in range(count)]
+        self.dtype: str | None = ray.get(self.workers[0].dtype.remote())
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings

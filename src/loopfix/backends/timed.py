@@ -24,6 +24,7 @@ class TimedBackend:
         self.name, self.batch_size = inner.name, inner.batch_size
         self.tokenizer: Any = inner.tokenizer
         self.context_length = inner.context_length
+        self.dtype = inner.dtype
         self.tokens, self.seconds = 0, 0.0
 
     def generate(

@@ -11,17 +11,18 @@ cut, `repetition` -> loop, with the cut's position and period in `Generation.gua
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopfix.backends.base import BackendError, Generation, Request
+from loopfix.backends.base import BackendError, Generation, Request, dtype_name
 from loopfix.records import DecodeSettings, FinishReason
 
 if TYPE_CHECKING:
     from loopfix.guards.vllm import VLLMGuards
 
-__all__ = ["VLLMBackend", "sampling_params"]
+__all__ = ["VLLMBackend", "checkpoint_dtype", "sampling_params"]
 
 _FINISH: dict[str | None, FinishReason] = {"length": "length", "repetition": "repetition"}
 _PROCESSOR = "loopfix.guards.vllm.LoopfixLogitsProcessor"
@@ -75,6 +76,7 @@ class VLLMBackend:
         self.llm, self.batch_size = llm, batch_size
         self.tokenizer = llm.get_tokenizer()
         self.context_length: int | None = llm.llm_engine.model_config.max_model_len
+        self.dtype: str | None = dtype_name(llm.llm_engine.model_config.dtype)
 
     @classmethod
     def load(
@@ -87,7 +89,11 @@ class VLLMBackend:
         guard_args: Mapping[str, Any] | None = None,
         processor: bool = False,
     ) -> VLLMBackend:
-        """processor: load loopfix's logits processor even when `guards` does not need it
+        """dtype: None runs the checkpoint's own dtype (`checkpoint_dtype`), as transformers
+            does; "auto" leaves the choice to vLLM, which downcasts a float32 model to
+            bfloat16 on a CPU with bf16 support, so the same greedy request then walks
+            differently on two machines. `VLLMBackend.dtype` says what ran.
+        processor: load loopfix's logits processor even when `guards` does not need it
         (an engine that will serve backends with other guards: `VLLMBackend(backend.llm, ...)`)."""
         try:
             from vllm import LLM
@@ -100,9 +106,10 @@ class VLLMBackend:
         from loopfix.models import resolve_model_path
 
         wanted = vllm_guards(guards, guard_args)  # fails here, before the engine loads
+        path = resolve_model_path(spec)
         llm = LLM(
-            model=resolve_model_path(spec),
-            dtype=dtype or "auto",
+            model=path,
+            dtype=dtype or checkpoint_dtype(path),
             enforce_eager=True,
             max_model_len=max_model_len,
             seed=0,
@@ -145,6 +152,17 @@ class VLLMBackend:
 
     def close(self) -> None:
         """The engine is freed with the process (vLLM has no reliable in-process shutdown)."""
+
+
+def checkpoint_dtype(path: str | Path) -> str:
+    """The dtype a checkpoint's config.json declares (`dtype`, or `torch_dtype` in older
+    files); float32 when it declares none, as transformers then loads it. A hub id with no
+    local folder also gets float32: its config is not read here."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return "float32"
+    declared = json.loads(config.read_text())
+    return str(declared.get("dtype") or declared.get("torch_dtype") or "float32")
 
 
 def _serves_guards(llm: Any) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopfix.backends.base import Backend
+from loopfix.backends.base import Backend, dtype_name
 from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import guard_names, parse_guards
@@ -115,6 +115,12 @@ class _Engines:
                 scan.model, device=scan.device, dtype=scan.dtype
             )
 
+    def ran_on(self) -> dict[str, str | None]:
+        """The engine and the dtype it actually runs in: what a result may be compared with."""
+        if self.config.scan.backend == "vllm":
+            return {"name": "vllm", "dtype": self.vllm.dtype}
+        return {"name": "hf", "dtype": dtype_name(self.model.dtype)}
+
     def backend(self, spec: str) -> Backend:
         args = self.config.guard_args
         if self.config.scan.backend == "vllm":
@@ -193,6 +199,7 @@ def run_compare(config: CompareConfig) -> dict[str, Any]:
         "model": config.scan.model,
         "suite": config.scan.suite,
         "config": config.identity(),
+        "backend": engines.ran_on(),
         "temperatures": config.scan.temperatures,
         "rescues_and_regressions": "paired against 'none' on (prompt, sample): a rescue is "
         "wrong there and right here, a regression the reverse",

@@ -127,13 +127,19 @@ def scan_warnings(config: ScanConfig, backend: Backend) -> list[str]:
 
 
 def write_outputs(
-    out: Path, config: ScanConfig | None = None, warnings: list[str] | None = None
+    out: Path,
+    config: ScanConfig | None = None,
+    warnings: list[str] | None = None,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """summary.json and report.html from every record stored in `out`."""
     records = list(SampleStore(out / "records.jsonl"))
     summary = summarize(records)
     if config is not None:
         summary["config"] = config.identity()
+    if backend is not None:
+        # What ran, which may differ from what was asked (vLLM's "auto" dtype, say).
+        summary["backend"] = {"name": backend.name, "dtype": backend.dtype}
     summary["warnings"] = warnings or []
     write_json(out / "summary.json", summary)
     write_report(out / "report.html", summary, records)
@@ -174,4 +180,4 @@ def run_scan(
     finally:
         if own_backend:
             backend.close()
-    return ScanResult(out, write_outputs(out, config, warnings), generated)
+    return ScanResult(out, write_outputs(out, config, warnings, backend), generated)
