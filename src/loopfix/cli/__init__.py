@@ -5,9 +5,11 @@ from __future__ import annotations
 import typer
 
 from loopfix.cli import compare, detect, doctor, lab, patch, repair, scan
+from loopfix.cli.common import LoopfixGroup
 
 app = typer.Typer(
     name="loopfix",
+    cls=LoopfixGroup,
     help="Measure, explain and fix generation loops in language models.",
     no_args_is_help=True,
     rich_markup_mode="rich",

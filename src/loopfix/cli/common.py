@@ -1,12 +1,68 @@
-"""What every verb module shares: the console, the progress bar, list-of-numbers options."""
+"""What every verb module shares: the consoles, the progress bar, list-of-numbers options, and
+the one-line errors."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, NoReturn
+
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from loopfix.errors import LoopfixError, one_line
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 console = Console()
+errors = Console(stderr=True, soft_wrap=True)  # one line per error, whatever the terminal width
+
+INPUT_ERROR_EXIT = 2
+"""Exit status of a run refused for its input or options (1 is kept for "loops found")."""
+
+
+class OptionError(LoopfixError):
+    """An option value that cannot be used; the message names the option."""
+
+
+def fail(message: str, code: int = INPUT_ERROR_EXIT) -> NoReturn:
+    """Print `error: message` as one line on stderr and exit."""
+    errors.print(f"[red]error:[/red] {escape(one_line(message))}")
+    raise typer.Exit(code)
+
+
+def option_name(location: tuple[Any, ...]) -> str:
+    """A pydantic error location as the CLI spells it: ("temperatures", 0) -> --temperatures."""
+    names = [str(part) for part in location if isinstance(part, str)]
+    return "--" + names[-1].replace("_", "-") if names else "settings"
+
+
+def validation_message(error: ValidationError) -> str:
+    """A pydantic ValidationError as one line naming each option and what it expects."""
+    return "; ".join(
+        f"{option_name(tuple(problem['loc']))}: {problem['msg']}"
+        + (f" (got {problem['input']!r})" if "input" in problem and problem["loc"] else "")
+        for problem in error.errors()
+    )
+
+
+class LoopfixGroup(typer.core.TyperGroup):
+    """The root command: turns the errors a user can fix into one line and exit status 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from pydantic import ValidationError
+
+        try:
+            return super().invoke(ctx)
+        except ValidationError as error:
+            fail(validation_message(error))
+        except LoopfixError as error:
+            fail(str(error))
+        except UnicodeDecodeError as error:
+            fail(f"not UTF-8 at byte offset {error.start}: {error.reason}")
+        except OSError as error:
+            fail(f"{error.filename or ''}: {error.strerror or error}".lstrip(": "))
 
 
 def examples(*commands: str) -> str:
@@ -31,6 +87,14 @@ def parse_floats(text: str, option: str) -> list[float]:
     try:
         return [float(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise typer.BadParameter(
-            f"expected comma-separated numbers, got {text!r}", param_hint=option
+        raise OptionError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+
+
+def parse_ints(text: str, option: str) -> list[int]:
+    """Comma-separated whole numbers; `1.5` is refused, not rounded."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise OptionError(
+            f"{option}: expected comma-separated whole numbers, got {text!r}"
         ) from None
