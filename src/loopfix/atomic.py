@@ -46,7 +46,7 @@ def check_output_path(out: Path, *inputs: Path | str, folder: bool = False) -> N
     out = Path(out)
     for source in inputs:
         source = Path(source)
-        if source.exists() and out.exists() and out.resolve() == source.resolve():
+        if source.exists() and out.exists() and os.path.samefile(out, source):
             raise OutputError(f"output {out} is also an input; write to another path")
     if folder and out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; it must be a folder (or not exist yet)")

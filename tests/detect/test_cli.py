@@ -4,6 +4,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from loopfix.cli.common import LoopfixGroup
 from loopfix.cli.detect import register
 
 LOOPING = (
@@ -15,7 +16,7 @@ CLEAN = "The three primary colours of light are red, green and blue."
 
 @pytest.fixture
 def app() -> typer.Typer:
-    app = typer.Typer()
+    app = typer.Typer(cls=LoopfixGroup)
     register(app)
     return app
 
@@ -103,4 +104,4 @@ def test_bad_settings_are_reported(app, tmp_path):
     path = tmp_path / "a.txt"
     path.write_text(CLEAN, encoding="utf-8")
     result = invoke(app, "detect", str(path), "--min-repeats", "1")
-    assert result.exit_code == 2 and "min_repeats" in result.output
+    assert result.exit_code == 2 and "--min-repeats" in result.output

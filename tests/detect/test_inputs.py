@@ -52,9 +52,11 @@ def test_other_field_and_text_files(tmp_path):
 
 
 def test_stdin(monkeypatch):
-    monkeypatch.setattr("sys.stdin", io.StringIO('{"text": "a"}\n{"text": "b"}\n'))
+    monkeypatch.setattr(
+        "sys.stdin", io.TextIOWrapper(io.BytesIO('{"text": "a"}\n{"text": "b"}\n'.encode()))
+    )
     assert [i.text for i in read_inputs("-")] == ["a", "b"]
-    monkeypatch.setattr("sys.stdin", io.StringIO("just text"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("just text".encode())))
     assert [i.id for i in read_inputs("-")] == ["stdin"]
 
 

@@ -1,4 +1,9 @@
-"""`loopfix detect` and `loopfix clean`: find loops in outputs, de-loop a dataset."""
+"""`loopfix detect` and `loopfix clean`: find loops in outputs, de-loop a dataset.
+
+Both read with one policy: every line that cannot be checked (not UTF-8, not JSON, no text) is
+named on stderr by line; a run that checked nothing fails, and `--fail-on-loop` also fails when
+any input went unchecked, since a gate must not pass what it did not see.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from loopfix.cli.common import OptionError, console, errors, fail
 
 if TYPE_CHECKING:
     from loopfix.detect import DetectConfig
-
-console = Console()
-errors = Console(stderr=True, soft_wrap=True)  # one line per error, greppable
+    from loopfix.detect.inputs import Decoding, InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -30,13 +35,22 @@ def _config(min_repeats: int | None, min_span: int | None, semantic: str) -> Det
         update["min_repeats"] = min_repeats
     if min_span is not None:
         update["min_span"] = min_span
-    try:
-        return DetectConfig(**update)
-    except ValueError as error:
-        raise typer.BadParameter(str(error)) from error
+    return DetectConfig(**update)  # type: ignore[arg-type]
+
+
+def _decoding(value: str) -> Decoding:
+    if value not in ("strict", "replace"):
+        raise OptionError(f"--errors: choose strict or replace, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _report_unreadable(source: object, unreadable: list[InputError]) -> None:
+    for error in unreadable:
+        errors.print(f"[red]error[/red] {escape(f'{source}: {error}')}", highlight=False)
 
 
 SEMANTIC_HELP = "semantic tier: off, lexical, embedding (needs the semantic extra) or auto"
+ERRORS_HELP = "bytes that are not UTF-8: strict (report the line) or replace (decode as U+FFFD)"
 
 
 def detect_command(
@@ -45,7 +59,9 @@ def detect_command(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="write one JSON object per input")
     ] = None,
-    fail_on_loop: Annotated[bool, typer.Option(help="exit 1 if any input loops (for CI)")] = False,
+    fail_on_loop: Annotated[
+        bool, typer.Option(help="exit 1 if any input loops, 2 if any could not be checked (CI)")
+    ] = False,
     semantic: Annotated[str, typer.Option(help=SEMANTIC_HELP)] = "lexical",
     min_repeats: Annotated[
         int | None, typer.Option(help="copies of the unit a loop needs (default 3)")
@@ -53,37 +69,46 @@ def detect_command(
     min_span: Annotated[
         int | None, typer.Option(help="tokens a periodic loop must cover (default 64)")
     ] = None,
+    decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
 ) -> None:
     """Find generation loops in model outputs and print id, looping, kind, onset, period, repeats.
 
     Example: loopfix detect outputs.jsonl --field text --json verdicts.jsonl --fail-on-loop
     """
+    from loopfix.atomic import check_output_path, write_text_atomic
     from loopfix.detect import detect_text
     from loopfix.detect.inputs import InputError, read_inputs
 
     config = _config(min_repeats, min_span, semantic)
+    policy = _decoding(decoding)
+    if json_out is not None:
+        check_output_path(json_out, *([] if path == "-" else [path]))
     table = Table(title=f"loops in {path}")
     table.add_column("id", no_wrap=True)
     for column in ("looping", "kind", "onset", "period", "repeats"):
         table.add_column(column, justify="left" if column == "kind" else "right")
     rows: list[dict[str, object]] = []
-    bad = 0
-    for item in read_inputs(path, field):
+    unreadable: list[InputError] = []
+    for item in read_inputs(path, field, policy):
         if isinstance(item, InputError):
-            bad += 1
-            errors.print(f"[red]error[/red] {path}: {item}")
+            unreadable.append(item)
             continue
         verdict = detect_text(item.text, config=config)
         row = {"id": item.id, "looping": verdict.looping, "kind": verdict.kind}
         row.update(onset=verdict.onset, period=verdict.period, repeats=verdict.repeats)
         rows.append(row)
         table.add_row(*("" if value is None else str(value) for value in row.values()))
+    _report_unreadable(path, unreadable)
+    if not rows:
+        fail(f"{path}: nothing checked ({len(unreadable)} unreadable lines, listed above)")
     console.print(table)
     looping = sum(bool(row["looping"]) for row in rows)
-    console.print(f"{len(rows)} inputs, {looping} looping, {bad} unreadable lines")
+    console.print(f"{len(rows)} inputs, {looping} looping, {len(unreadable)} unreadable lines")
     if json_out is not None:
         lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        json_out.write_text("".join(lines), encoding="utf-8")
+        write_text_atomic(json_out, "".join(lines))
+    if fail_on_loop and unreadable:
+        fail(f"--fail-on-loop: {len(unreadable)} lines of {path} could not be checked")
     if fail_on_loop and looping:
         raise typer.Exit(1)
 
@@ -96,25 +121,35 @@ def clean_command(
     ] = "drop",
     field: Annotated[str, typer.Option(help="JSONL field holding the text")] = "text",
     semantic: Annotated[str, typer.Option(help=SEMANTIC_HELP)] = "lexical",
+    decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
 ) -> None:
     """De-loop a distillation/SFT dataset: drop or cut looping samples, keep the rest unchanged.
 
+    OUT appears only when complete. Lines that cannot be checked are not written; each is named
+    on stderr. Nothing checked at all is an error (exit 2) and writes nothing.
+
     Example: loopfix clean teacher.jsonl --out teacher.clean.jsonl --mode cut
     """
+    from loopfix.atomic import atomic_writer, check_output_path
     from loopfix.detect import detect_text
     from loopfix.detect.clean import CleanReport, clean_lines
+    from loopfix.detect.inputs import decode_lines
 
     if mode not in ("drop", "cut"):
-        raise typer.BadParameter("choose drop or cut", param_hint="--mode")
+        raise OptionError(f"--mode: choose drop or cut, got {mode!r}")
     config = _config(None, None, semantic)
+    policy = _decoding(decoding)
+    check_output_path(out, data)
     report = CleanReport()
-    with data.open(encoding="utf-8") as source, out.open("w", encoding="utf-8") as sink:
-        lines = (line.rstrip("\n") for line in source)
+    with data.open("rb") as source, atomic_writer(out) as sink:
         detect = lambda text: detect_text(text, config=config)  # noqa: E731
+        lines = decode_lines(source, policy)
         for line in clean_lines(lines, detect, mode, field, report):  # type: ignore[arg-type]
             sink.write(line + "\n")
-    for error in report.errors:
-        errors.print(f"[red]error[/red] {data}: {error}")
+        _report_unreadable(data, report.errors)
+        if not report.checked:
+            # Raised inside the writer: the empty output is discarded, not left looking done.
+            fail(f"{data}: nothing checked ({len(report.errors)} unreadable lines); wrote nothing")
     table = Table(title=f"{data} -> {out}")
     table.add_column("outcome")
     table.add_column("count", justify="right")
@@ -122,5 +157,5 @@ def clean_command(
         table.add_row(label, str(count))
     for kind, count in sorted(report.kinds.items()):
         table.add_row(f"loops: {kind}", str(count))
-    table.add_row("unreadable lines", str(len(report.errors)))
+    table.add_row("unreadable lines (not written)", str(len(report.errors)))
     console.print(table)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,16 +45,21 @@ class CleanReport:
     kinds: Counter[str] = field(default_factory=Counter)
     errors: list[InputError] = field(default_factory=list)
 
+    @property
+    def checked(self) -> int:
+        return self.kept + self.cut + self.dropped
+
 
 def clean_lines(
-    lines: Iterator[str],
+    lines: Iterable[str | InputError],
     detect: Callable[[str], LoopVerdict],
     mode: CleanMode,
     text_field: str = "text",
     report: CleanReport | None = None,
 ) -> Iterator[str]:
     """Yield the output JSONL lines: records without a loop unchanged (byte for byte), looping
-    records dropped or with each looping text cut. Counts go into `report`."""
+    records dropped or with each looping text cut. Lines that cannot be checked are not
+    written; each is listed in `report.errors`. Counts go into `report`."""
     report = report if report is not None else CleanReport()
     for item in read_records(lines, text_field):
         if isinstance(item, InputError):

@@ -2,20 +2,25 @@
 
 A JSONL record gives its text in a field (`text` by default); an OpenAI-style response record
 gives one text per choice field: `choices[i].message.reasoning_content`, `.message.content`
-(chat) or `choices[i].text` (completions). Lines that are not valid JSON come back as
-`InputError`s naming the line and column, and reading goes on.
+(chat) or `choices[i].text` (completions). A line that cannot be checked (not UTF-8, not valid
+JSON, or holding no text) comes back as an `InputError` naming the line, and reading goes on, so
+nothing is skipped silently. Bytes that are not UTF-8 are an error naming the line and byte
+offset, unless the caller asks to decode them with replacement (`errors="replace"`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 FieldPath = tuple[str | int, ...]
+Decoding = Literal["strict", "replace"]
+"""How bytes that are not UTF-8 are read: an `InputError` for the line, or U+FFFD."""
 
 
 @dataclass(frozen=True)
@@ -30,14 +35,15 @@ class TextInput:
 
 @dataclass(frozen=True)
 class InputError:
-    """A line that could not be read."""
+    """A line that could not be checked, and why."""
 
     line: int
-    column: int
+    column: int | None
     message: str
 
     def __str__(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.message}"
+        where = f"line {self.line}" + ("" if self.column is None else f", column {self.column}")
+        return f"{where}: {self.message}"
 
 
 @dataclass
@@ -88,9 +94,47 @@ def path_name(path: FieldPath) -> str:
     return name
 
 
-def read_records(lines: Iterator[str], text_field: str) -> Iterator[Record | InputError]:
-    """Parse JSONL lines (blank lines are skipped)."""
+def _not_utf8(byte: int, offset: int, line: int) -> InputError:
+    """The error for `byte`, found at the file's byte `offset`, on `line` (from 1)."""
+    return InputError(
+        line,
+        None,
+        f"byte 0x{byte:02x} at byte offset {offset} is not UTF-8 "
+        "(decode with replacement characters: --errors replace)",
+    )
+
+
+def decode_lines(lines: Iterable[bytes], errors: Decoding = "strict") -> Iterator[str | InputError]:
+    """Each line (split on newlines only, without its newline) as text, or an `InputError`
+    naming the line and the file's byte offset of the first byte that is not UTF-8."""
+    offset = 0
     for number, raw in enumerate(lines, 1):
+        try:
+            yield raw.removesuffix(b"\n").decode("utf-8", errors=errors)
+        except UnicodeDecodeError as error:
+            yield _not_utf8(raw[error.start], offset + error.start, number)
+        offset += len(raw)
+
+
+def _no_text(data: Any, text_field: str) -> str:
+    if not isinstance(data, dict):
+        return f"not a JSON object but {type(data).__name__}: nothing to check"
+    if "choices" in data:
+        return (
+            f"no text to check: no string field {text_field!r}, and its choices hold no "
+            "text or message.content/reasoning_content"
+        )
+    return f"no text to check: no string field {text_field!r} (choose one with --field)"
+
+
+def read_records(
+    lines: Iterable[str | InputError], text_field: str
+) -> Iterator[Record | InputError]:
+    """Parse JSONL lines (blank lines are skipped); a line with no text is an `InputError`."""
+    for number, raw in enumerate(lines, 1):
+        if isinstance(raw, InputError):
+            yield raw
+            continue
         if not raw.strip():
             continue
         try:
@@ -103,25 +147,31 @@ def read_records(lines: Iterator[str], text_field: str) -> Iterator[Record | Inp
         for path, text in record_texts(data, text_field):
             label = base if path == (text_field,) else f"{base}:{path_name(path)}"
             record.texts.append(TextInput(label, text, number, path))
-        yield record
+        yield record if record.texts else InputError(number, None, _no_text(data, text_field))
 
 
-def read_inputs(source: str, text_field: str = "text") -> Iterator[TextInput | InputError]:
+def read_inputs(
+    source: str, text_field: str = "text", errors: Decoding = "strict"
+) -> Iterator[TextInput | InputError]:
     """Texts from `source`: a .jsonl file, any other file read as one text, or `-` for stdin
     (JSONL when its first non-blank character is `{`, else one text)."""
     if source == "-":
-        content = sys.stdin.read()
-        is_jsonl = content.lstrip().startswith("{")
+        content = sys.stdin.buffer.read()
+        is_jsonl = content.lstrip().startswith(b"{")
         name = "stdin"
     else:
         path = Path(source)
-        content = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
         is_jsonl = path.suffix.lower() == ".jsonl"
         name = path.stem
     if not is_jsonl:
-        yield TextInput(name, content)
+        try:
+            yield TextInput(name, content.decode("utf-8", errors=errors))
+        except UnicodeDecodeError as error:
+            line = content.count(b"\n", 0, error.start) + 1
+            yield _not_utf8(content[error.start], error.start, line)
         return
-    for item in read_records(iter(content.splitlines()), text_field):
+    for item in read_records(decode_lines(io.BytesIO(content), errors), text_field):
         if isinstance(item, InputError):
             yield item
         else:
