@@ -53,10 +53,10 @@ def test_other_field_and_text_files(tmp_path):
 
 def test_stdin(monkeypatch):
     monkeypatch.setattr(
-        "sys.stdin", io.TextIOWrapper(io.BytesIO('{"text": "a"}\n{"text": "b"}\n'.encode()))
+        "sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"text": "a"}\n{"text": "b"}\n'))
     )
     assert [i.text for i in read_inputs("-")] == ["a", "b"]
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("just text".encode())))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"just text")))
     assert [i.id for i in read_inputs("-")] == ["stdin"]
 
 
