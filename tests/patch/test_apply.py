@@ -11,7 +11,7 @@ from loopfix.patch import (
     patched,
     revert_patch,
 )
-from loopfix.patch.format import Patch
+from loopfix.patch.format import Patch, PatchFormatError
 
 from .helpers import fresh, requests_for
 
@@ -72,7 +72,7 @@ def test_applying_twice_is_refused_as_already_applied() -> None:
 
 def test_failure_after_partial_writes_restores_every_tensor() -> None:
     """A corrupt "after" hash on the second edit fails the final check after both writes:
-    the first edit's columns must be put back too."""
+    the first edit's columns must be put back too, and the patch (not the model) is blamed."""
     model = fresh("gpt2")
     original = _snapshot(model)
     patch = build_patch(model, requests_for(model))
@@ -85,7 +85,7 @@ def test_failure_after_partial_writes_restores_every_tensor() -> None:
         patch.touched_parameters,
         patch.total_parameters,
     )
-    with pytest.raises(PatchMismatchError):
+    with pytest.raises(PatchFormatError, match="the patch file is inconsistent"):
         apply_patch(model, corrupt)
     assert _equal(model, original)
 

@@ -4,7 +4,8 @@ Steps of `apply_patch`:
 1. Check every touched tensor first (exists, shape, dtype, SHA-256 equals the manifest's
    "before"); refuse with a message naming the tensor before writing anything.
 2. Write the stored "after" columns, one tensor at a time, remembering what was written.
-3. Check every "after" hash; on any failure in 2-3, put the original columns back and re-raise.
+3. Check every "after" hash; on any failure in 2-3, put the original columns back and re-raise
+   (a wrong "after" hash at this point is the patch file's fault, not the model's).
 `revert_patch` is the same with "before" and "after" swapped. A `PatchHandle` reverts what it
 applied; `patched(model, patch)` is the context manager that always reverts on exit.
 """
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from loopfix.patch.format import ColumnEdit, Patch
+from loopfix.errors import LoopfixError
+from loopfix.patch.format import ColumnEdit, Patch, PatchFormatError
 from loopfix.patch.hashing import tensor_sha256
 from loopfix.patch.sites import write_view
 
@@ -29,7 +31,7 @@ __all__ = ["PatchHandle", "PatchMismatchError", "apply_patch", "patched", "rever
 _State = Literal["before", "after"]
 
 
-class PatchMismatchError(ValueError):
+class PatchMismatchError(LoopfixError, ValueError):
     """The model's tensors are not the ones the patch was made for (or made from)."""
 
 
@@ -74,7 +76,15 @@ def _move(model: nn.Module, patch: Patch, source: _State, target: _State) -> Non
             written.append(edit)
             _write(model, edit, target)
         for edit in patch.edits:
-            _check(model, edit, target)
+            try:
+                _check(model, edit, target)
+            except PatchMismatchError as error:
+                # The model matched the source hash and the stored columns passed their own
+                # checksums, so it is the manifest's target hash that is wrong.
+                raise PatchFormatError(
+                    f"the patch file is inconsistent: writing its {target!r} columns gives "
+                    f"another tensor than its {target!r} hash ({error}); re-create the patch"
+                ) from error
     except BaseException:
         for edit in reversed(written):
             _write(model, edit, source)

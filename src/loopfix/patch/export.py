@@ -3,8 +3,9 @@
 Steps of `export_patched` (and `export_reverted`, with the direction swapped):
 1. Load the model in its checkpoint dtype (a dtype change would break the hashes).
 2. Apply (or revert) in memory with the hash checks of `apply_patch`.
-3. `save_pretrained` (safetensors) into OUT, copy the tokenizer and other side files, and write
-   a model card; a patched folder also keeps a copy of the patch under `loopfix_patch/`.
+3. `save_pretrained` (safetensors) into a temporary folder beside OUT, copy the tokenizer and
+   other side files, and write a model card; a patched folder also keeps a copy of the patch
+   under `loopfix_patch/`. The folder is renamed to OUT only when complete.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM
 
+from loopfix.atomic import atomic_folder, check_output_path
 from loopfix.models import resolve_model_path
 from loopfix.patch.apply import apply_patch, revert_patch
 from loopfix.patch.format import Patch, save_patch
@@ -41,24 +43,23 @@ def _copy_side_files(source: Path, out: Path) -> None:
 
 def _save(model_spec: str, patch: Patch, out: Path, revert: bool) -> Path:
     source = resolve_model_path(model_spec)
+    out = Path(out)
+    check_output_path(out, source, folder=True)
     model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
     if revert:
         revert_patch(model, patch)
     else:
         apply_patch(model, patch)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _copy_side_files(Path(source), out)
-    if not (out / "tokenizer_config.json").is_file():
-        from transformers import AutoTokenizer
+    with atomic_folder(out) as work:
+        _copy_side_files(Path(source), work)
+        if not (work / "tokenizer_config.json").is_file():
+            from transformers import AutoTokenizer
 
-        AutoTokenizer.from_pretrained(source).save_pretrained(out)
-    model.save_pretrained(out, safe_serialization=True)
-    if revert:
-        shutil.rmtree(out / PATCH_COPY_DIR, ignore_errors=True)
-    else:
-        save_patch(patch, out / PATCH_COPY_DIR)
-    (out / "README.md").write_text(model_card(patch, model_spec, reverted=revert))
+            AutoTokenizer.from_pretrained(source).save_pretrained(work)
+        model.save_pretrained(work, safe_serialization=True)
+        if not revert:
+            save_patch(patch, work / PATCH_COPY_DIR)
+        (work / "README.md").write_text(model_card(patch, model_spec, reverted=revert))
     return out
 
 

@@ -3,8 +3,12 @@
 Each edit keeps the direction, the column indices and both the original and the edited column
 slices, so applying writes stored bits (no recomputation that could round differently) and
 reverting restores the original bits exactly. The manifest records, per touched tensor, its
-name, shape, dtype and the SHA-256 of the whole tensor before and after. No pickle: tensors go
+name, shape, dtype and the SHA-256 of the whole tensor before and after, and, per stored slot
+(direction, columns, before, after), the SHA-256 of the slot itself: a patch checks its own
+files when loaded, so damage is blamed on the patch, never on the model. No pickle: tensors go
 through safetensors, everything else is JSON.
+
+Format 1 stored no slot checksums; such patches are refused with a request to re-create them.
 """
 
 from __future__ import annotations
@@ -15,9 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save
 
+from loopfix.atomic import atomic_writer, write_json_atomic
+from loopfix.errors import LoopfixError
 from loopfix.models import Orientation
+from loopfix.patch.hashing import tensor_sha256
 
 __all__ = [
     "MANIFEST_NAME",
@@ -31,14 +39,14 @@ __all__ = [
     "save_patch",
 ]
 
-PATCH_FORMAT = "loopfix.patch/1"
+PATCH_FORMAT = "loopfix.patch/2"
 MANIFEST_NAME = "patch.json"
 TENSORS_NAME = "patch.safetensors"
 _SLOTS = ("direction", "columns", "before", "after")
 
 
-class PatchFormatError(ValueError):
-    """A patch file is missing, malformed, or its tensors do not match its manifest."""
+class PatchFormatError(LoopfixError, ValueError):
+    """A patch file is missing, malformed, damaged, or its tensors do not match its manifest."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,16 @@ class Patch:
             "format": PATCH_FORMAT,
             "base_model": self.base_model,
             "edits": [
-                {**edit.manifest(), "tensors": {slot: f"edit{index}.{slot}" for slot in _SLOTS}}
+                {
+                    **edit.manifest(),
+                    "tensors": {
+                        slot: {
+                            "name": _slot_name(index, slot),
+                            "sha256": tensor_sha256(getattr(edit, slot)),
+                        }
+                        for slot in _SLOTS
+                    },
+                }
                 for index, edit in enumerate(self.edits)
             ],
             "layers": sorted({edit.layer for edit in self.edits}),
@@ -119,6 +136,10 @@ class Patch:
         )
 
 
+def _slot_name(index: int, slot: str) -> str:
+    return f"edit{index}.{slot}"
+
+
 def resolve_patch_path(path: Path) -> Path:
     """PATCH is the `patch.json` path or the folder holding it; returns the manifest path."""
     path = Path(path)
@@ -131,32 +152,64 @@ def resolve_patch_path(path: Path) -> Path:
 
 
 def save_patch(patch: Patch, folder: Path) -> Path:
-    """Write `folder/patch.safetensors` and `folder/patch.json`; returns the manifest path."""
+    """Write `folder/patch.safetensors` and `folder/patch.json` (each atomically, the manifest
+    last, so a manifest never describes tensors that are not there); returns its path."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     tensors = {
-        f"edit{index}.{slot}": getattr(edit, slot).detach().cpu().contiguous()
+        _slot_name(index, slot): getattr(edit, slot).detach().cpu().contiguous()
         for index, edit in enumerate(patch.edits)
         for slot in _SLOTS
     }
-    save_file(tensors, str(folder / TENSORS_NAME), metadata={"format": PATCH_FORMAT})
+    with atomic_writer(folder / TENSORS_NAME, binary=True) as handle:
+        handle.write(save(tensors, metadata={"format": PATCH_FORMAT}))
     manifest = folder / MANIFEST_NAME
-    manifest.write_text(json.dumps(patch.manifest(), indent=1) + "\n")
+    write_json_atomic(manifest, patch.manifest())
     return manifest
 
 
+_REQUIRED = ("base_model", "edits", "touched_parameters", "total_parameters")
+_REQUIRED_IN_EDIT = ("name", "layer", "site", "orientation", "shape", "dtype", "alpha")
+_REQUIRED_IN_EDIT += ("columns", "sha256_before", "sha256_after", "tensors")
+
+
+def _require(data: Any, keys: tuple[str, ...], where: str) -> None:
+    if not isinstance(data, dict):
+        raise PatchFormatError(f"{where} is not a JSON object")
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise PatchFormatError(f"{where} lacks {', '.join(map(repr, missing))}")
+
+
 def load_patch(path: Path) -> Patch:
+    """Read and check a patch: its manifest's fields, and every stored tensor's checksum."""
     manifest_path = resolve_patch_path(path)
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except json.JSONDecodeError as error:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise PatchFormatError(f"{manifest_path} is not JSON: {error}") from error
-    if manifest.get("format") != PATCH_FORMAT:
+    _require(manifest, ("format",), str(manifest_path))
+    if manifest["format"] != PATCH_FORMAT:
         raise PatchFormatError(
-            f"{manifest_path} has format {manifest.get('format')!r}, expected {PATCH_FORMAT!r}"
+            f"{manifest_path} has format {manifest['format']!r}, expected {PATCH_FORMAT!r}"
+            + (
+                " (format 1 kept no checksums of its stored tensors: re-create the patch with "
+                "`loopfix repair`)"
+                if manifest["format"] == "loopfix.patch/1"
+                else ""
+            )
         )
-    tensors = load_file(str(manifest_path.parent / TENSORS_NAME))
-    edits = tuple(_edit(index, entry, tensors) for index, entry in enumerate(manifest["edits"]))
+    _require(manifest, _REQUIRED, str(manifest_path))
+    tensors_path = manifest_path.parent / TENSORS_NAME
+    try:
+        tensors = load_file(str(tensors_path))
+    except (SafetensorError, OSError) as error:
+        raise PatchFormatError(f"{tensors_path} is damaged (not readable safetensors: {error})")
+    if not isinstance(manifest["edits"], list) or not manifest["edits"]:
+        raise PatchFormatError(f"{manifest_path}: 'edits' must be a non-empty list")
+    edits = tuple(
+        _edit(index, entry, tensors, tensors_path)
+        for index, entry in enumerate(manifest["edits"])
+    )
     return Patch(
         base_model=manifest["base_model"],
         edits=edits,
@@ -167,11 +220,31 @@ def load_patch(path: Path) -> Patch:
     )
 
 
-def _edit(index: int, entry: dict[str, Any], tensors: dict[str, torch.Tensor]) -> ColumnEdit:
-    try:
-        slots = {slot: tensors[f"edit{index}.{slot}"] for slot in _SLOTS}
-    except KeyError as error:
-        raise PatchFormatError(f"{TENSORS_NAME} lacks tensor {error.args[0]}") from None
+def _stored_slot(
+    index: int, entry: dict[str, Any], slot: str, tensors: dict[str, torch.Tensor], path: Path
+) -> torch.Tensor:
+    """The slot's tensor, refused unless its SHA-256 is the manifest's (the file is damaged)."""
+    stored = entry["tensors"].get(slot) if isinstance(entry["tensors"], dict) else None
+    if not isinstance(stored, dict) or not {"name", "sha256"} <= stored.keys():
+        raise PatchFormatError(f"edit {index} of the manifest lacks tensors.{slot}.name/sha256")
+    if stored["name"] not in tensors:
+        raise PatchFormatError(f"{path} lacks tensor {stored['name']!r}")
+    tensor = tensors[stored["name"]]
+    digest = tensor_sha256(tensor)
+    if digest != stored["sha256"]:
+        raise PatchFormatError(
+            f"{path}: tensor {stored['name']!r} has SHA-256 {digest[:16]}..., the manifest says "
+            f"{str(stored['sha256'])[:16]}...: the patch file is damaged (re-create or re-copy "
+            "it); the model was not touched"
+        )
+    return tensor
+
+
+def _edit(
+    index: int, entry: dict[str, Any], tensors: dict[str, torch.Tensor], path: Path
+) -> ColumnEdit:
+    _require(entry, _REQUIRED_IN_EDIT, f"edit {index} of the manifest")
+    slots = {slot: _stored_slot(index, entry, slot, tensors, path) for slot in _SLOTS}
     width, k = entry["shape"][0 if entry["orientation"] == "out_in" else 1], len(entry["columns"])
     if slots["columns"].tolist() != entry["columns"]:
         raise PatchFormatError(f"edit {index}: column tensor differs from the manifest's columns")
