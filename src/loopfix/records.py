@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.errors import LoopfixError
+
 FinishReason = Literal["stop", "length", "repetition", "error"]
 
 
@@ -88,7 +90,7 @@ class Sample:
         return cls(**fields)
 
 
-class RecordError(ValueError):
+class RecordError(LoopfixError, ValueError):
     """A store line that is not a valid Sample; names the file and line."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from loopfix.errors import LoopfixError
 from loopfix.records import DecodeSettings, FinishReason
 
 __all__ = ["Backend", "BackendError", "Generation", "Request"]
@@ -21,7 +22,7 @@ def dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-class BackendError(RuntimeError):
+class BackendError(LoopfixError, RuntimeError):
     """A backend that cannot go on (server unreachable, malformed reply, missing package)."""
 
 

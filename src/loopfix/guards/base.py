@@ -26,10 +26,12 @@ from typing import Any, ClassVar
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from loopfix.errors import LoopfixError
+
 __all__ = ["Guard", "GuardContext", "GuardError", "GuardParams", "Row"]
 
 
-class GuardError(ValueError):
+class GuardError(LoopfixError, ValueError):
     """An unknown guard or a bad guard argument; the message names the guard and the parameter."""
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 from transformers import PretrainedConfig
 
+from loopfix.errors import LoopfixError
+
 if TYPE_CHECKING:
     # Importing PreTrainedModel costs seconds; keep `import loopfix.models` light.
     from transformers import PreTrainedModel
@@ -38,7 +40,7 @@ _NESTED_LAYERS = ("model.layers", "model.language_model.layers")
 _EXPERT_COUNT_ATTRIBUTES = ("num_experts", "num_local_experts", "n_routed_experts")
 
 
-class UnsupportedArchitectureError(ValueError):
+class UnsupportedArchitectureError(LoopfixError, ValueError):
     """The model's family is not in the table, or it is one the table deliberately refuses."""
 
 

@@ -10,6 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import loopfix
+from loopfix.errors import LoopfixError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -36,7 +37,7 @@ trained testbeds, or tests)."""
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-class ModelLoadError(OSError):
+class ModelLoadError(LoopfixError, OSError):
     """A model spec names no folder, testbed or reachable hub model."""
 
 

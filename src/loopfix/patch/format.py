@@ -203,12 +203,13 @@ def load_patch(path: Path) -> Patch:
     try:
         tensors = load_file(str(tensors_path))
     except (SafetensorError, OSError) as error:
-        raise PatchFormatError(f"{tensors_path} is damaged (not readable safetensors: {error})")
+        raise PatchFormatError(
+            f"{tensors_path} is damaged (not readable safetensors: {error})"
+        ) from error
     if not isinstance(manifest["edits"], list) or not manifest["edits"]:
         raise PatchFormatError(f"{manifest_path}: 'edits' must be a non-empty list")
     edits = tuple(
-        _edit(index, entry, tensors, tensors_path)
-        for index, entry in enumerate(manifest["edits"])
+        _edit(index, entry, tensors, tensors_path) for index, entry in enumerate(manifest["edits"])
     )
     return Patch(
         base_model=manifest["base_model"],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from loopfix.errors import LoopfixError
+
 __all__ = ["RepairInputError"]
 
 
-class RepairInputError(ValueError):
+class RepairInputError(LoopfixError, ValueError):
     """A model that is not a star-graph testbed given without a suite, records of another model
     or suite, or records without loops to build branches from."""

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.errors import LoopfixError
 from loopfix.records import DecodeSettings
 
 __all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
@@ -21,7 +22,7 @@ __all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
 _NOT_IDENTITY = {"out", "ray_address", "concurrency", "device", "api_key_env", "timeout"}
 
 
-class ConfigMismatchError(ValueError):
+class ConfigMismatchError(LoopfixError, ValueError):
     """A scan directory that already holds a run with another configuration."""
 
 

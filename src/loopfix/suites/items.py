@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopfix.errors import LoopfixError
+
 __all__ = ["CHECKERS", "SuiteError", "SuiteItem", "parse_item", "read_suite_file"]
 
 CHECKERS: tuple[str, ...] = ("exact", "boxed", "numeric", "stargraph")
 _FIELDS = {"id", "prompt", "messages", "answer", "checker", "meta"}
 
 
-class SuiteError(ValueError):
+class SuiteError(LoopfixError, ValueError):
     """A suite that cannot be used: names the file, line and field where it can."""
 
 
