@@ -15,21 +15,24 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from loopfix.errors import LoopfixError
 
 FinishReason = Literal["stop", "length", "repetition", "error"]
+Temperature = Annotated[
+    float, Field(ge=0.0, allow_inf_nan=False, description="sampling temperature; 0 = greedy")
+]
 
 
 class DecodeSettings(BaseModel):
     """How one sample was decoded. Temperature 0 means greedy."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 = greedy")
+    temperature: Temperature = 0.0
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     top_k: int = Field(0, ge=0, description="keep the k most likely tokens; 0 = off")
     min_p: float = Field(0.0, ge=0.0, le=1.0, description="drop tokens below min_p * p_top1")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from loopfix.records import Sample, SampleStore
-from loopfix.scan.store import append_uninterrupted, deferred_interrupt, write_json
+from loopfix.scan.store import append_uninterrupted, deferred_interrupt
 
 
 def test_ctrl_c_during_a_write_is_raised_after_the_whole_batch_is_stored(tmp_path: Path) -> None:
@@ -21,10 +21,3 @@ def test_ctrl_c_during_a_write_is_raised_after_the_whole_batch_is_stored(tmp_pat
     append_uninterrupted(store, [])  # nothing to write is a no-op
     assert len(list(store)) == 3
 
-
-def test_write_json_replaces_the_file_whole(tmp_path: Path) -> None:
-    path = tmp_path / "summary.json"
-    write_json(path, {"a": 1})
-    write_json(path, {"b": 2})
-    assert json.loads(path.read_text()) == {"b": 2}
-    assert list(tmp_path.iterdir()) == [path]

@@ -90,6 +90,30 @@ def parse_floats(text: str, option: str) -> list[float]:
         raise OptionError(f"{option}: expected comma-separated numbers, got {text!r}") from None
 
 
+def parse_temperatures(text: str, option: str = "--temperatures") -> list[float]:
+    """Comma-separated temperatures, each finite and at least 0, checked before any loading."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from loopfix.records import Temperature
+
+    values = parse_floats(text, option)
+    if not values:
+        raise OptionError(f"{option}: give at least one temperature")
+    try:
+        return TypeAdapter(list[Temperature]).validate_python(values)
+    except ValidationError as error:
+        raise OptionError(f"{option}: {error.errors()[0]['msg']}, got {text!r}") from None
+
+
+def at_least(minimum: int, **options: int) -> None:
+    """Refuse any option (given by keyword, `batch_size=...`) whose value is below `minimum`."""
+    for name, value in options.items():
+        if value < minimum:
+            raise OptionError(
+                f"--{name.replace('_', '-')}: must be at least {minimum}, got {value}"
+            )
+
+
 def parse_ints(text: str, option: str) -> list[int]:
     """Comma-separated whole numbers; `1.5` is refused, not rounded."""
     try:

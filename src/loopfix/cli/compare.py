@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples
+from loopfix.cli.common import console, examples, parse_floats
 
 EXAMPLES = examples(
     "loopfix compare loopfix:stargraph --suite stargraph --n 100 --temperatures 0,0.6 "
@@ -62,53 +62,34 @@ def compare_command(
     ),
 ) -> None:
     """Compare decode-time guards on the same prompts and seeds."""
-    from pydantic import ValidationError
-
-    from loopfix.backends.base import BackendError
-    from loopfix.guards import GuardError, parse_guard_args
-    from loopfix.models import ModelLoadError
-    from loopfix.scan import ConfigMismatchError, ScanConfig
+    from loopfix.guards import parse_guard_args
+    from loopfix.scan import ScanConfig
     from loopfix.scan.guard_comparison import CompareConfig, run_compare
-    from loopfix.suites import SuiteError
 
-    try:
-        values = [float(t) for t in temperatures.split(",") if t.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"expected numbers, got {temperatures!r}") from None
-    try:
-        scan = ScanConfig.model_validate(
-            {
-                "model": model,
-                "suite": suite,
-                "n": n,
-                "temperatures": values,
-                "samples": samples,
-                "seed": seed,
-                "max_new_tokens": max_new_tokens,
-                "top_p": top_p,
-                "top_k": top_k,
-                "batch_size": batch_size,
-                "device": device,
-                "backend": backend,
-                "out": out,
-            }
-        )
-        config = CompareConfig(
-            scan=scan,
-            guards=[g.strip() for g in guards.split(",") if g.strip()],
-            guard_args=parse_guard_args(guard_arg or []),
-        )
-        summary = run_compare(config)
-    except (
-        ValidationError,
-        GuardError,
-        SuiteError,
-        ModelLoadError,
-        ConfigMismatchError,
-        BackendError,
-    ) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+    values = parse_floats(temperatures, "--temperatures")
+    scan = ScanConfig.model_validate(
+        {
+            "model": model,
+            "suite": suite,
+            "n": n,
+            "temperatures": values,
+            "samples": samples,
+            "seed": seed,
+            "max_new_tokens": max_new_tokens,
+            "top_p": top_p,
+            "top_k": top_k,
+            "batch_size": batch_size,
+            "device": device,
+            "backend": backend,
+            "out": out,
+        }
+    )
+    config = CompareConfig(
+        scan=scan,
+        guards=[g.strip() for g in guards.split(",") if g.strip()],
+        guard_args=parse_guard_args(guard_arg or []),
+    )
+    summary = run_compare(config)
     console.print(_table(summary))
     console.print(
         f"wrote {out}/summary.json, {out}/report.html and one scan per guard in {out}/runs"

@@ -32,13 +32,9 @@ def inspect_command(
 
     Example: loopfix patch inspect repair/stargraph
     """
-    from loopfix.patch import PatchFormatError, load_patch
+    from loopfix.patch import load_patch
 
-    try:
-        loaded = load_patch(patch)
-    except PatchFormatError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from error
+    loaded = load_patch(patch)  # checks every stored tensor against its checksum
     manifest = loaded.manifest()
     if as_json:
         console.print_json(json.dumps(manifest))
@@ -67,21 +63,12 @@ def inspect_command(
 
 
 def _run(model: str, patch: Path, out: Path, revert: bool) -> None:
-    from loopfix.models import ModelLoadError
-    from loopfix.patch import (
-        PatchFormatError,
-        PatchMismatchError,
-        export_patched,
-        export_reverted,
-        load_patch,
-    )
+    from loopfix.atomic import check_output_path
+    from loopfix.patch import export_patched, export_reverted, load_patch
 
-    try:
-        loaded = load_patch(patch)
-        written = (export_reverted if revert else export_patched)(model, loaded, out)
-    except (PatchFormatError, PatchMismatchError, ModelLoadError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from error
+    check_output_path(out, folder=True)
+    loaded = load_patch(patch)
+    written = (export_reverted if revert else export_patched)(model, loaded, out)
     console.print(f"wrote {written}")
 
 

@@ -6,23 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-console = Console()
+from loopfix.cli.common import at_least, console, parse_floats, parse_ints
 
 
 def register(app: typer.Typer) -> None:
     app.command("repair")(repair_command)
-
-
-def _floats(text: str, option: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise typer.BadParameter(
-            f"expected comma-separated numbers, got {text!r}", param_hint=option
-        ) from None
 
 
 def repair_command(
@@ -63,43 +52,29 @@ def repair_command(
     loopfix repair Qwen/Qwen3-0.6B --suite arith --n 200 --max-new-tokens 512 --batch-size 8
     """
     import torch
-    from pydantic import ValidationError
 
-    from loopfix.models import ModelLoadError
-    from loopfix.repair import RepairConfig, RepairInputError, run_repair
-    from loopfix.scan import ConfigMismatchError
-    from loopfix.suites import SuiteError
+    from loopfix.atomic import check_output_path
+    from loopfix.repair import RepairConfig, run_repair
 
+    at_least(1, threads=threads)
+    check_output_path(out, folder=True)  # before minutes of work, not after
+    config = RepairConfig(
+        temperature=temperature,
+        temperatures=tuple(sorted({0.0, 0.6, 1.0, temperature})),
+        prompts=prompts,
+        alphas=tuple(parse_floats(alphas, "--alphas")),
+        ks=tuple(parse_ints(ks, "--ks")),
+        max_kl=max_kl,
+        search=search,  # type: ignore[arg-type]
+        trials=trials,
+        batch_size=batch_size,
+        positions=positions,  # type: ignore[arg-type]
+        suite=suite,
+        n=n,
+        records=records,
+        max_new_tokens=max_new_tokens,
+    )
     torch.set_num_threads(threads)
-    temperatures = tuple(sorted({0.0, 0.6, 1.0, temperature}))
-    try:
-        config = RepairConfig(
-            temperature=temperature,
-            temperatures=temperatures,
-            prompts=prompts,
-            alphas=_floats(alphas, "--alphas"),
-            ks=tuple(int(k) for k in _floats(ks, "--ks")),
-            max_kl=max_kl,
-            search=search,  # type: ignore[arg-type]
-            trials=trials,
-            batch_size=batch_size,
-            positions=positions,  # type: ignore[arg-type]
-            suite=suite,
-            n=n,
-            records=records,
-            max_new_tokens=max_new_tokens,
-        )
-    except ValidationError as error:
-        for problem in error.errors():
-            field = ".".join(map(str, problem["loc"])) or "settings"
-            console.print(f"[red]error:[/red] {field}: {escape(problem['msg'])}")
-        raise typer.Exit(2) from error
-    try:
-        result = run_repair(
-            model, out, config, report=lambda line: console.print(line, markup=False)
-        )
-    except (RepairInputError, SuiteError, ConfigMismatchError, ModelLoadError) as error:
-        console.print(f"[red]error:[/red] {escape(str(error))}")
-        raise typer.Exit(2) from error
+    result = run_repair(model, out, config, report=lambda line: console.print(line, markup=False))
     console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
     console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result['patch']}")

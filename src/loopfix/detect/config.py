@@ -17,7 +17,7 @@ class DetectConfig(BaseModel):
     chosen for real model text on the labelled corpus (docs/detection.md).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     # Verbatim tier: an exactly periodic tail, and the paper's n-gram metric.
     max_period: int = Field(

@@ -38,7 +38,7 @@ class GuardError(LoopfixError, ValueError):
 class GuardParams(BaseModel):
     """Base of every guard's parameters: frozen, and unknown fields are errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from loopfix.lab.tokenizer import build_tokenizer
 class TrainConfig(BaseModel):
     """Everything that determines a testbed checkpoint."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     arms: int = Field(3, description="k: arms of the star graph")
     depth: int = Field(3, description="d: nodes per arm")
@@ -57,12 +57,14 @@ class TrainConfig(BaseModel):
     heads: int = Field(4, description="attention heads")
     head_dim: int = Field(32, description="head size (vLLM CPU attention needs 32/64/80/...)")
     intermediate_size: int = Field(256, description="MLP width")
-    batch_size: int = Field(64, description="walks per step")
-    steps: int = Field(4000, description="optimizer steps")
-    learning_rate: float = Field(3e-3, description="peak AdamW learning rate")
-    warmup_steps: int = Field(100, description="linear warm-up steps")
+    batch_size: int = Field(64, ge=1, description="walks per step")
+    steps: int = Field(4000, ge=1, description="optimizer steps")
+    learning_rate: float = Field(
+        3e-3, gt=0, allow_inf_nan=False, description="peak AdamW learning rate"
+    )
+    warmup_steps: int = Field(100, ge=0, description="linear warm-up steps")
     seed: int = Field(0, description="seed for weights and data")
-    threads: int = Field(2, description="torch CPU threads")
+    threads: int = Field(2, ge=1, description="torch CPU threads")
 
 
 VARIANTS: dict[str, TrainConfig] = {

@@ -5,9 +5,11 @@ from __future__ import annotations
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from loopfix.records import Temperature
 
 __all__ = ["RepairConfig"]
 
@@ -15,7 +17,7 @@ __all__ = ["RepairConfig"]
 class RepairConfig(BaseModel):
     """Everything that determines a repair run (seeds included: same inputs, same patch)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     train_pairs: int = Field(300, ge=8, description="matched branch pairs for the directions")
     heldout_pairs: int = Field(200, ge=8, description="held-out pairs for the selectivity proxy")
@@ -38,8 +40,12 @@ class RepairConfig(BaseModel):
     search_layers: int = Field(
         2, ge=1, description="layers searched: the ones with the largest separation"
     )
-    ks: tuple[int, ...] = Field((8, 32), description="columns per edited layer (grid)")
-    alphas: tuple[float, ...] = Field((1.0, 2.0, 4.0, 6.0), description="edit strengths (grid)")
+    ks: tuple[Annotated[int, Field(ge=1, strict=True)], ...] = Field(
+        (8, 32), min_length=1, description="columns per edited layer (grid)"
+    )
+    alphas: tuple[Annotated[float, Field(gt=0)], ...] = Field(
+        (1.0, 2.0, 4.0, 6.0), min_length=1, description="edit strengths (grid)"
+    )
     max_kl: float = Field(0.1, gt=0, description="KL budget (nats/token) on normal walks")
     search: Literal["grid", "optuna"] = Field(
         "grid",
@@ -57,9 +63,9 @@ class RepairConfig(BaseModel):
         "(seed: verify_seed + 1)",
     )
     prompts: int = Field(1000, ge=50, description="held-out prompts of the verification")
-    temperature: float = Field(0.6, ge=0, description="primary verification temperature")
-    temperatures: tuple[float, ...] = Field(
-        (0.0, 0.6, 1.0), description="all verification temperatures"
+    temperature: Temperature = Field(0.6, description="primary verification temperature")
+    temperatures: tuple[Temperature, ...] = Field(
+        (0.0, 0.6, 1.0), min_length=1, description="all verification temperatures"
     )
     max_new_tokens: int = Field(
         48, ge=8, description="generation cap (the testbed's; of the own scan on a suite)"

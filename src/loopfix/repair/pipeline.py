@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from loopfix.atomic import check_output_path, write_json_atomic, write_text_atomic
 from loopfix.models import (
     architecture_for,
     decoder_layers,
@@ -153,6 +154,7 @@ def run_repair(
     config: RepairConfig | None = None,
     report: Callable[[str], None] = print,
 ) -> dict[str, Any]:
+    check_output_path(out, folder=True)
     clock = StageClock(report)
     with clock.stage("load"):
         model, tokenizer = load_model(model_spec, device="cpu")
@@ -207,8 +209,8 @@ def run_repair(
     with clock.stage("write"):
         _write(model, model_spec, chosen, result, directions, out)
     result["timing"] = clock.to_dict()
-    (Path(out) / "verify.json").write_text(json.dumps(result, indent=1) + "\n")
-    (Path(out) / "report.md").write_text(render_report(result))
+    write_json_atomic(Path(out) / "verify.json", result)
+    write_text_atomic(Path(out) / "report.md", render_report(result))
     return result
 
 

@@ -6,6 +6,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from loopfix.atomic import write_text_atomic
 from loopfix.report import Series, rate_chart
 
 __all__ = ["COLUMNS", "write_compare_report"]
@@ -66,4 +67,4 @@ def write_compare_report(path: Path, summary: dict[str, Any]) -> None:
         f"<p>{escape(summary['rescues_and_regressions'])}</p>"
         f"<table><tr>{head}</tr>{rows}</table><div>{charts}</div>"
     )
-    path.write_text(page, encoding="utf-8")
+    write_text_atomic(path, page)

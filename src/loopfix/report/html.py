@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from loopfix import __version__
+from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
 from loopfix.report.svg import Series, histogram_chart, rate_chart
 
@@ -190,4 +191,4 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
 
 
 def write_report(path: Path, summary: dict[str, Any], records: list[Sample]) -> None:
-    path.write_text(render_report(summary, records), encoding="utf-8")
+    write_text_atomic(path, render_report(summary, records))

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from loopfix.errors import LoopfixError
-from loopfix.records import DecodeSettings
+from loopfix.records import DecodeSettings, Temperature
 
 __all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
 
@@ -29,12 +29,12 @@ class ConfigMismatchError(LoopfixError, ValueError):
 class ScanConfig(BaseModel):
     """One scan: which model, which prompts, which decode settings, where to write."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str = Field(description="folder, hub id, loopfix:NAME, or a base URL (openai)")
     suite: str = Field("stargraph", description="built-in suite name or JSON-lines file")
     n: int | None = Field(None, ge=1, description="items of the suite (built-in default: 50)")
-    temperatures: list[float] = Field([0.0, 0.6, 1.0], min_length=1)
+    temperatures: list[Temperature] = Field([0.0, 0.6, 1.0], min_length=1)
     samples: int = Field(1, ge=1, description="samples per prompt and temperature")
     seed: int = Field(0, description="seed of the built-in suites and of every sample")
     max_new_tokens: int = Field(256, ge=1)

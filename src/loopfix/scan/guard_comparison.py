@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend, dtype_name
 from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
@@ -81,8 +82,7 @@ def _check(config: CompareConfig) -> list[str]:
             f"{path.parent} holds a comparison with other guards or settings; "
             "rerun with the same options to resume it, or choose another --out"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config.identity(), indent=1) + "\n")
+    write_json_atomic(path, config.identity())
     return guards
 
 
@@ -149,7 +149,7 @@ def _run_one(config: CompareConfig, spec: str, temperature: float, engines: _Eng
             "tokens": timing["tokens"] + backend.tokens,
             "seconds": timing["seconds"] + backend.seconds,
         }
-        (out / "timing.json").write_text(json.dumps(timing) + "\n")
+        write_json_atomic(out / "timing.json", timing, indent=None)
     return out
 
 
@@ -206,6 +206,6 @@ def run_compare(config: CompareConfig) -> dict[str, Any]:
         "entries": entries,
     }
     out = Path(config.scan.out)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_json_atomic(out / "summary.json", summary)
     write_compare_report(out / "report.html", summary)
     return summary

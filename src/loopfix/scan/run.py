@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend, Request
 from loopfix.detect import DetectConfig
 from loopfix.records import DecodeSettings, Sample, SampleStore
@@ -26,7 +27,7 @@ from loopfix.scan.config import ScanConfig, check_identity
 from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
-from loopfix.scan.store import append_uninterrupted, write_json
+from loopfix.scan.store import append_uninterrupted
 from loopfix.scan.summary import summarize
 from loopfix.suites import SuiteItem, load_suite, prompt_ids, supports_thinking
 
@@ -141,7 +142,7 @@ def write_outputs(
         # What ran, which may differ from what was asked (vLLM's "auto" dtype, say).
         summary["backend"] = {"name": backend.name, "dtype": backend.dtype}
     summary["warnings"] = warnings or []
-    write_json(out / "summary.json", summary)
+    write_json_atomic(out / "summary.json", summary)
     write_report(out / "report.html", summary, records)
     return summary
 

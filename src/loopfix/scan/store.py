@@ -1,19 +1,15 @@
-"""Writing a run's files: records appended without being torn by Ctrl-C, JSON next to them."""
+"""Appending a run's records without their being torn by Ctrl-C (other files: `loopfix.atomic`)."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 from loopfix.records import Sample, SampleStore
 
-__all__ = ["append_uninterrupted", "deferred_interrupt", "write_json"]
+__all__ = ["append_uninterrupted", "deferred_interrupt"]
 
 
 @contextmanager
@@ -37,10 +33,3 @@ def append_uninterrupted(store: SampleStore, samples: list[Sample]) -> None:
     if samples:
         with deferred_interrupt():
             store.append(samples)
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (temp file + rename), so a reader never sees half a summary."""
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
