@@ -105,11 +105,18 @@ class HFBackend:
 
     @classmethod
     def load(
-        cls, spec: str | Path, device: str | None = None, dtype: str | None = None, **options: Any
+        cls,
+        spec: str | Path,
+        device: str | None = None,
+        dtype: str | None = None,
+        trust_remote_code: bool = False,
+        **options: Any,
     ) -> HFBackend:
         from loopfix.models import load_model
 
-        model, tokenizer = load_model(spec, device=device, dtype=dtype)
+        model, tokenizer = load_model(
+            spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+        )
         return cls(model, tokenizer, **options)
 
     def generate(

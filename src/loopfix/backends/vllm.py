@@ -88,6 +88,7 @@ class VLLMBackend:
         guards: str = "none",
         guard_args: Mapping[str, Any] | None = None,
         processor: bool = False,
+        trust_remote_code: bool = False,
     ) -> VLLMBackend:
         """dtype: None runs the checkpoint's own dtype (`checkpoint_dtype`), as transformers
             does; "auto" leaves the choice to vLLM, which downcasts a float32 model to
@@ -112,6 +113,7 @@ class VLLMBackend:
             dtype=dtype or checkpoint_dtype(path),
             enforce_eager=True,
             max_model_len=max_model_len,
+            trust_remote_code=trust_remote_code,
             seed=0,
             logits_processors=(
                 [LoopfixLogitsProcessor] if processor or wanted.extra_args is not None else None

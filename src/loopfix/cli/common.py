@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)  # one line per error, whatever the terminal width
 
+TRUST_REMOTE_CODE = typer.Option(
+    False,
+    "--trust-remote-code",
+    help="run the Python code a hub model ships with (off: only transformers' own classes)",
+)
 INPUT_ERROR_EXIT = 2
 """Exit status of a run refused for its input or options (1 is kept for "loops found")."""
 

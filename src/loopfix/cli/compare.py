@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, parse_floats
+from loopfix.cli.common import TRUST_REMOTE_CODE, console, examples, parse_floats
 
 EXAMPLES = examples(
     "loopfix compare loopfix:stargraph --suite stargraph --n 100 --temperatures 0,0.6 "
@@ -60,6 +60,7 @@ def compare_command(
     out: Annotated[Path, typer.Option(help="output directory (resumes when it matches)")] = Path(
         "compare"
     ),
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Compare decode-time guards on the same prompts and seeds."""
     from loopfix.guards import parse_guard_args
@@ -82,6 +83,7 @@ def compare_command(
             "device": device,
             "backend": backend,
             "out": out,
+            "trust_remote_code": trust_remote_code,
         }
     )
     config = CompareConfig(

@@ -7,7 +7,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, parse_floats, progress_bar
+from loopfix.cli.common import (
+    TRUST_REMOTE_CODE,
+    OptionError,
+    at_least,
+    console,
+    parse_temperatures,
+    progress_bar,
+)
 
 lab_app = typer.Typer(
     help="The bundled star-graph testbed: train it, evaluate it.", no_args_is_help=True
@@ -57,16 +64,17 @@ def train_command(
 
     Example: loopfix lab train --variant stargraph --out runs/testbed --seed 0
     """
-    from loopfix.lab.train import VARIANTS, train
+    from loopfix.lab.train import VARIANTS, TrainConfig, train
 
     if variant not in VARIANTS:
-        raise typer.BadParameter(
-            f"unknown variant; choose from {', '.join(VARIANTS)}", param_hint="--variant"
+        raise OptionError(
+            f"--variant: unknown variant {variant!r}; choose from {', '.join(VARIANTS)}"
         )
     update: dict[str, object] = {"seed": seed, "threads": threads}
     if steps is not None:
         update["steps"] = steps
-    config = VARIANTS[variant].model_copy(update=update)
+    # model_validate, not model_copy: the options go through the fields' checks.
+    config = TrainConfig.model_validate({**VARIANTS[variant].model_dump(), **update})
     with progress_bar() as progress:
         task = progress.add_task(f"training {variant}", total=config.steps)
 
@@ -92,6 +100,7 @@ def eval_command(
     batch_size: int = typer.Option(250, help="prompts per generate call"),
     json_out: Path | None = typer.Option(None, "--json", help="write the results as JSON here"),
     threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Success, loop rate, legal-move rate and length per temperature, plus the flywheel.
 
@@ -99,12 +108,22 @@ def eval_command(
     """
     import torch
 
+    from loopfix.atomic import check_output_path
     from loopfix.lab.evaluate import evaluate_testbed
+    from loopfix.lab.tokenizer import is_testbed_tokenizer
     from loopfix.models import load_model
 
-    temps = parse_floats(temperatures, "--temperatures")
+    temps = parse_temperatures(temperatures)
+    at_least(1, n=n, threads=threads, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    if json_out is not None:
+        check_output_path(json_out)
     torch.set_num_threads(threads)
-    loaded, tokenizer = load_model(model)
+    loaded, tokenizer = load_model(model, trust_remote_code=trust_remote_code)
+    if not is_testbed_tokenizer(tokenizer):
+        raise OptionError(
+            f"{model} is not a star-graph testbed (its vocabulary is not the testbed's), so "
+            "testbed metrics would mean nothing; use `loopfix scan` for other models"
+        )
     with progress_bar() as progress:
         task = progress.add_task("generating", total=n * len(temps))
         evaluation = evaluate_testbed(

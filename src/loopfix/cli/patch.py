@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
+from loopfix.cli.common import TRUST_REMOTE_CODE, console
+
 patch_app = typer.Typer(
     help="Inspect, apply and revert loopfix weight patches (patch.json + patch.safetensors).",
     no_args_is_help=True,
@@ -62,13 +62,14 @@ def inspect_command(
         console.print_json(json.dumps(loaded.metrics))
 
 
-def _run(model: str, patch: Path, out: Path, revert: bool) -> None:
+def _run(model: str, patch: Path, out: Path, revert: bool, trust_remote_code: bool) -> None:
     from loopfix.atomic import check_output_path
     from loopfix.patch import export_patched, export_reverted, load_patch
 
     check_output_path(out, folder=True)
     loaded = load_patch(patch)
-    written = (export_reverted if revert else export_patched)(model, loaded, out)
+    export = export_reverted if revert else export_patched
+    written = export(model, loaded, out, trust_remote_code=trust_remote_code)
     console.print(f"wrote {written}")
 
 
@@ -77,12 +78,13 @@ def apply_command(
     model: Annotated[str, typer.Argument(help="model folder, hub id or loopfix:NAME")],
     patch: PatchArgument,
     out: Annotated[Path, typer.Option("--out", help="folder for the patched HF model")],
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Write MODEL with PATCH applied as a full HF model folder (refused on hash mismatch).
 
     Example: loopfix patch apply loopfix:stargraph repair/stargraph --out stargraph-patched
     """
-    _run(model, patch, out, revert=False)
+    _run(model, patch, out, revert=False, trust_remote_code=trust_remote_code)
 
 
 @patch_app.command("revert")
@@ -90,9 +92,10 @@ def revert_command(
     model: Annotated[str, typer.Argument(help="a patched model folder")],
     patch: PatchArgument,
     out: Annotated[Path, typer.Option("--out", help="folder for the restored HF model")],
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Write a patched folder with PATCH undone: the original tensors, bit for bit.
 
     Example: loopfix patch revert stargraph-patched repair/stargraph --out stargraph-original
     """
-    _run(model, patch, out, revert=True)
+    _run(model, patch, out, revert=True, trust_remote_code=trust_remote_code)

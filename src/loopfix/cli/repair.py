@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from loopfix.cli.common import at_least, console, parse_floats, parse_ints
+from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console, parse_floats, parse_ints
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +45,7 @@ def repair_command(
     max_new_tokens: Annotated[
         int, typer.Option(help="generation cap (testbed verification; the own scan)")
     ] = 48,
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).
 
@@ -75,6 +76,12 @@ def repair_command(
         max_new_tokens=max_new_tokens,
     )
     torch.set_num_threads(threads)
-    result = run_repair(model, out, config, report=lambda line: console.print(line, markup=False))
+    result = run_repair(
+        model,
+        out,
+        config,
+        report=lambda line: console.print(line, markup=False),
+        trust_remote_code=trust_remote_code,
+    )
     console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
     console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result['patch']}")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, parse_floats, progress_bar
+from loopfix.cli.common import (
+    TRUST_REMOTE_CODE,
+    OptionError,
+    console,
+    examples,
+    parse_floats,
+    progress_bar,
+)
 
 DEFAULT_OUT = Path("scan")
 
@@ -100,25 +106,20 @@ def compare_table(result: dict[str, Any]) -> Table:
 
 
 def _run_compare(runs: list[Path], out: Path | None) -> None:
+    from loopfix.atomic import check_output_path, write_json_atomic
     from loopfix.scan import compare_runs
 
-    try:
-        result = compare_runs(runs[0], runs[1])
-    except (FileNotFoundError, ValueError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+    if out is not None:
+        check_output_path(out, folder=True)
+    result = compare_runs(runs[0], runs[1])  # reads only: never repairs a run it compares
     console.print(compare_table(result))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(json.dumps(result, indent=1) + "\n")
+        write_json_atomic(out / "compare.json", result)
         console.print(f"wrote {out / 'compare.json'}")
 
 
 def _run(config: Any) -> None:
-    from loopfix.backends.base import BackendError
-    from loopfix.models import ModelLoadError
-    from loopfix.scan import ConfigMismatchError, run_scan
-    from loopfix.suites import SuiteError
+    from loopfix.scan import run_scan
 
     try:
         with progress_bar() as progress:
@@ -130,9 +131,6 @@ def _run(config: Any) -> None:
                 progress.advance(task, advance)
 
             result = run_scan(config, on_progress=on_progress)
-    except (ConfigMismatchError, SuiteError, ModelLoadError, BackendError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None
@@ -167,6 +165,7 @@ def scan_command(
     batch_size: int = typer.Option(16, help="prompts per batch"),
     concurrency: int = typer.Option(8, help="requests in flight (openai)"),
     capture: bool = typer.Option(False, help="record per-step top-1 probability and entropy"),
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
     out: Annotated[
         Path, typer.Option(help="run directory (resumes when it matches)")
     ] = DEFAULT_OUT,
@@ -176,47 +175,43 @@ def scan_command(
     ] = None,
 ) -> None:
     """Measure how often a model loops, per decode setting."""
-    from pydantic import ValidationError
-
     from loopfix.scan import ScanConfig
 
     if compare:
         runs = list(compare) + ([Path(model)] if model else [])
         if len(runs) != 2:
-            raise typer.BadParameter("--compare takes two run directories", param_hint="--compare")
+            raise OptionError("--compare takes two run directories: --compare RUN_A RUN_B")
         _run_compare(runs, out if out != DEFAULT_OUT else None)
         return
     if model is None:
-        raise typer.BadParameter("MODEL is required (or use --compare RUN_A RUN_B)")
+        raise OptionError("MODEL is required (or use --compare RUN_A RUN_B)")
     if think not in (None, "on", "off"):
-        raise typer.BadParameter("use on or off", param_hint="--think")
-    try:
-        config = ScanConfig.model_validate(
-            {
-                "model": model,
-                "suite": suite,
-                "n": n,
-                "temperatures": parse_floats(temperatures, "--temperatures"),
-                "samples": samples,
-                "seed": seed,
-                "max_new_tokens": max_new_tokens,
-                "top_p": top_p,
-                "top_k": top_k,
-                "min_p": min_p,
-                "presence_penalty": presence_penalty,
-                "frequency_penalty": frequency_penalty,
-                "repetition_penalty": repetition_penalty,
-                "think": None if think is None else think == "on",
-                "backend": backend,
-                "model_name": model_name,
-                "api": api,
-                "ray_address": ray_address,
-                "batch_size": batch_size,
-                "concurrency": concurrency,
-                "capture": capture,
-                "out": out,
-            }
-        )
-    except ValidationError as error:
-        raise typer.BadParameter(str(error)) from None
+        raise OptionError(f"--think: use on or off, got {think!r}")
+    config = ScanConfig.model_validate(
+        {
+            "model": model,
+            "suite": suite,
+            "n": n,
+            "temperatures": parse_floats(temperatures, "--temperatures"),
+            "samples": samples,
+            "seed": seed,
+            "max_new_tokens": max_new_tokens,
+            "top_p": top_p,
+            "top_k": top_k,
+            "min_p": min_p,
+            "presence_penalty": presence_penalty,
+            "frequency_penalty": frequency_penalty,
+            "repetition_penalty": repetition_penalty,
+            "think": None if think is None else think == "on",
+            "backend": backend,
+            "model_name": model_name,
+            "api": api,
+            "ray_address": ray_address,
+            "batch_size": batch_size,
+            "concurrency": concurrency,
+            "capture": capture,
+            "trust_remote_code": trust_remote_code,
+            "out": out,
+        }
+    )
     _run(config)

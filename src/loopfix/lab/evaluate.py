@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from loopfix.atomic import write_json_atomic
 from loopfix.backends.hf import generate
 from loopfix.detect import DetectConfig, find_periodic_tail
 from loopfix.lab.stargraph import (
@@ -66,8 +67,7 @@ class LabEvaluation:
         return asdict(self)
 
     def write_json(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        write_json_atomic(path, self.to_dict())
 
 
 def testbed_config(model: PreTrainedModel) -> TrainConfig:

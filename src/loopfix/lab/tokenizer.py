@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from loopfix.lab.stargraph import BOS, EOS, PAD, TOKEN_ID
+
+
+def is_testbed_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether a model speaks the star-graph vocabulary, token for token (the testbed's metrics
+    mean nothing for any other model, whose ids would be read as node names)."""
+    return tokenizer.get_vocab() == TOKEN_ID
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.atomic import atomic_folder, check_output_path
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
@@ -130,6 +131,7 @@ def train(
     on_step: Callable[[int, float], None] | None = None,
 ) -> dict[str, object]:
     """Train and save a testbed into `out`; returns the training metadata."""
+    check_output_path(out, folder=True)  # before minutes of training, not after
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     data_rng = random.Random(config.seed + 1000)
@@ -174,7 +176,7 @@ def train(
 
 
 def save_testbed(model: torch.nn.Module, out: Path, metadata: dict[str, object]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)  # type: ignore[attr-defined,operator]
-    build_tokenizer().save_pretrained(out)
-    (out / "training.json").write_text(json.dumps(metadata, indent=1) + "\n")
+    with atomic_folder(out) as work:
+        model.save_pretrained(work)  # type: ignore[attr-defined,operator]
+        build_tokenizer().save_pretrained(work)
+        (work / "training.json").write_text(json.dumps(metadata, indent=1) + "\n")

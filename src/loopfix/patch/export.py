@@ -41,11 +41,13 @@ def _copy_side_files(source: Path, out: Path) -> None:
             shutil.copy2(path, out / path.name)
 
 
-def _save(model_spec: str, patch: Patch, out: Path, revert: bool) -> Path:
+def _save(model_spec: str, patch: Patch, out: Path, revert: bool, trust_remote_code: bool) -> Path:
     source = resolve_model_path(model_spec)
     out = Path(out)
     check_output_path(out, source, folder=True)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
+    model = AutoModelForCausalLM.from_pretrained(
+        source, dtype="auto", trust_remote_code=trust_remote_code
+    )
     if revert:
         revert_patch(model, patch)
     else:
@@ -55,7 +57,8 @@ def _save(model_spec: str, patch: Patch, out: Path, revert: bool) -> Path:
         if not (work / "tokenizer_config.json").is_file():
             from transformers import AutoTokenizer
 
-            AutoTokenizer.from_pretrained(source).save_pretrained(work)
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+            tokenizer.save_pretrained(work)
         model.save_pretrained(work, safe_serialization=True)
         if not revert:
             save_patch(patch, work / PATCH_COPY_DIR)
@@ -63,14 +66,18 @@ def _save(model_spec: str, patch: Patch, out: Path, revert: bool) -> Path:
     return out
 
 
-def export_patched(model_spec: str, patch: Patch, out: Path) -> Path:
+def export_patched(
+    model_spec: str, patch: Patch, out: Path, trust_remote_code: bool = False
+) -> Path:
     """Write MODEL with PATCH applied as a full HF folder (loadable by `from_pretrained`)."""
-    return _save(model_spec, patch, out, revert=False)
+    return _save(model_spec, patch, out, revert=False, trust_remote_code=trust_remote_code)
 
 
-def export_reverted(patched_spec: str, patch: Patch, out: Path) -> Path:
+def export_reverted(
+    patched_spec: str, patch: Patch, out: Path, trust_remote_code: bool = False
+) -> Path:
     """Write a patched folder with PATCH reverted: the original tensors, bit for bit."""
-    return _save(patched_spec, patch, out, revert=True)
+    return _save(patched_spec, patch, out, revert=True, trust_remote_code=trust_remote_code)
 
 
 def model_card(patch: Patch, model_spec: str, reverted: bool = False) -> str:

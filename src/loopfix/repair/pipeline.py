@@ -153,11 +153,12 @@ def run_repair(
     out: Path,
     config: RepairConfig | None = None,
     report: Callable[[str], None] = print,
+    trust_remote_code: bool = False,
 ) -> dict[str, Any]:
     check_output_path(out, folder=True)
     clock = StageClock(report)
     with clock.stage("load"):
-        model, tokenizer = load_model(model_spec, device="cpu")
+        model, tokenizer = load_model(model_spec, device="cpu", trust_remote_code=trust_remote_code)
     inputs = repair_inputs(model, tokenizer, model_spec, Path(out), config or RepairConfig(), clock)
     config, heldout, pad_id = inputs.config, inputs.heldout, inputs.pad_id
     with clock.stage("probe+directions"):

@@ -39,7 +39,11 @@ def open_backend(config: ScanConfig) -> Backend:
 
 def _local_options(config: ScanConfig) -> dict[str, Any]:
     """Keyword arguments of `HFBackend.load` or `VLLMBackend.load`."""
-    options: dict[str, Any] = {"batch_size": config.batch_size, "dtype": config.dtype}
+    options: dict[str, Any] = {
+        "batch_size": config.batch_size,
+        "dtype": config.dtype,
+        "trust_remote_code": config.trust_remote_code,
+    }
     if config.backend == "hf":
         options |= {"device": config.device, "capture": config.capture}
     return options

@@ -19,7 +19,15 @@ from loopfix.records import DecodeSettings, Temperature
 __all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
 
 # Execution details that do not change a single record: safe to change between resumes.
-_NOT_IDENTITY = {"out", "ray_address", "concurrency", "device", "api_key_env", "timeout"}
+_NOT_IDENTITY = {
+    "out",
+    "ray_address",
+    "concurrency",
+    "device",
+    "api_key_env",
+    "timeout",
+    "trust_remote_code",
+}
 
 
 class ConfigMismatchError(LoopfixError, ValueError):
@@ -55,6 +63,9 @@ class ScanConfig(BaseModel):
     capture: bool = Field(False, description="record per-step top-1 probability and entropy")
     device: str | None = None
     dtype: str | None = None
+    trust_remote_code: bool = Field(
+        False, description="run the Python code a hub model ships with (hf and vllm backends)"
+    )
     ray_address: str | None = Field(None, description="Ray cluster address, or 'local'")
     out: Path = Field(Path("scan"), description="run directory")
 

@@ -106,13 +106,20 @@ class _Engines:
 
             # One engine for every guard: it carries the processor, requests carry the guards.
             self.vllm = VLLMBackend.load(
-                scan.model, batch_size=scan.batch_size, dtype=scan.dtype, processor=True
+                scan.model,
+                batch_size=scan.batch_size,
+                dtype=scan.dtype,
+                processor=True,
+                trust_remote_code=scan.trust_remote_code,
             )
         else:
             from loopfix.models import load_model
 
             self.model, self.tokenizer = load_model(
-                scan.model, device=scan.device, dtype=scan.dtype
+                scan.model,
+                device=scan.device,
+                dtype=scan.dtype,
+                trust_remote_code=scan.trust_remote_code,
             )
 
     def ran_on(self) -> dict[str, str | None]:
