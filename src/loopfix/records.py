@@ -5,7 +5,9 @@ the text, why it stopped, and what the loop detector said. Every stage reads and
 nothing re-derives what an earlier stage stored.
 
 The store appends one line per sample and flushes it, so a process killed at any moment loses at
-most the sample it was writing; a torn last line is cut away when the store is reopened.
+most the sample it was writing; a torn last line is cut away when the store is reopened for
+writing. Readers (`read_samples`) skip a torn last line and never modify the file: a run being
+compared may still be written by its scan.
 """
 
 from __future__ import annotations
@@ -97,8 +99,25 @@ class RecordError(LoopfixError, ValueError):
     """A store line that is not a valid Sample; names the file and line."""
 
 
+def read_samples(path: Path) -> Iterator[Sample]:
+    """The complete records of a store, read without modifying it (a last line without its
+    newline is a sample still being written, or torn: skipped)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                yield Sample.from_dict(json.loads(line))
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as error:
+                raise RecordError(f"{path}:{number}: not a sample record: {error}") from error
+
+
 class SampleStore:
-    """Append-only JSON-lines file of Samples that survives being killed mid-write."""
+    """Append-only JSON-lines file of Samples that survives being killed mid-write; opening one
+    is for writing (it cuts a torn last line). Readers use `read_samples`."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -117,16 +136,7 @@ class SampleStore:
                 handle.truncate(end)
 
     def __iter__(self) -> Iterator[Sample]:
-        if not self.path.exists():
-            return
-        with self.path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                try:
-                    yield Sample.from_dict(json.loads(line))
-                except (json.JSONDecodeError, TypeError) as error:
-                    raise RecordError(
-                        f"{self.path}:{number}: not a sample record: {error}"
-                    ) from error
+        return read_samples(self.path)
 
     def keys(self) -> set[tuple[str, int, str]]:
         return {sample.key for sample in self}

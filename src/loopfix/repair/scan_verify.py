@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.hf import HFBackend
-from loopfix.records import Sample, SampleStore
+from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.scan import ScanConfig, compare_samples, is_loop, mcnemar_exact, run_scan
 from loopfix.scan.summary import setting_summary
@@ -113,7 +113,7 @@ class ScanPrompts:
             }
         )
         run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size))
-        return ScanOutcomes(temperature, tuple(SampleStore(out / "records.jsonl")), out)
+        return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
     def compare(self, base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
         paired = compare_samples(list(base.samples), list(other.samples))["overall"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopfix.records import Sample, SampleStore
+from loopfix.records import Sample, read_samples
 from loopfix.scan.stats import mcnemar_exact
 from loopfix.scan.summary import is_loop
 
@@ -88,5 +88,5 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         path = Path(run) / "records.jsonl"
         if not path.is_file():
             raise FileNotFoundError(f"{run} holds no records.jsonl: not a scan directory")
-        samples.append(list(SampleStore(path)))
+        samples.append(list(read_samples(path)))
     return {"a": str(run_a), "b": str(run_b), **compare_samples(*samples)}

@@ -1,13 +1,13 @@
 """`ScanConfig`: everything a scan needs, one field per CLI flag, and the run's identity.
 
-The identity is the part of the configuration that decides which records a run holds. It is
-written to `DIR/scan.json` by the first run; a later run into the same DIR must match it (then it
-resumes), otherwise it is refused, so one store never mixes two experiments.
+The identity is the part of the configuration that decides which records a run holds; with the
+suite's and the model's content hashes (`scan.identity`) it is written to `DIR/scan.json` by the
+first run; a later run into the same DIR must match it (then it resumes), otherwise it is
+refused, so one store never mixes two experiments.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from loopfix.errors import LoopfixError
 from loopfix.records import DecodeSettings, Temperature
 
-__all__ = ["ConfigMismatchError", "ScanConfig", "check_identity"]
+__all__ = ["ConfigMismatchError", "ScanConfig"]
 
 # Execution details that do not change a single record: safe to change between resumes.
 _NOT_IDENTITY = {
@@ -80,23 +80,3 @@ class ScanConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude=_NOT_IDENTITY)
-
-
-def check_identity(config: ScanConfig, path: Path, has_records: bool) -> None:
-    """Write the run's identity on first use; refuse a different one once records exist (a run
-    that failed before storing anything, say on a mistyped model, is simply replaced)."""
-    identity = config.identity()
-    if not path.exists() or not has_records:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"config": identity}, indent=1) + "\n")
-        return
-    stored = json.loads(path.read_text())["config"]
-    changed = sorted(k for k in identity.keys() | stored.keys() if identity.get(k) != stored.get(k))
-    if changed:
-        details = "; ".join(
-            f"{key}: {stored.get(key)!r} there, {identity.get(key)!r} now" for key in changed
-        )
-        raise ConfigMismatchError(
-            f"{path.parent} already holds a scan with another configuration ({details}). "
-            "Rerun with the same options to resume it, or choose another --out."
-        )

@@ -31,7 +31,7 @@ from loopfix.backends.base import Backend, dtype_name
 from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import guard_names, parse_guards
-from loopfix.records import SampleStore
+from loopfix.records import read_samples
 from loopfix.scan import ScanConfig, compare_samples, run_scan
 
 __all__ = ["CompareConfig", "run_compare"]
@@ -166,9 +166,9 @@ def _read_json(path: Path, default: Any) -> Any:
 
 def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> dict[str, Any]:
     summary = _read_json(run / "summary.json", {})["settings"][0]
-    records = list(SampleStore(run / "records.jsonl"))
+    records = list(read_samples(run / "records.jsonl"))
     try:
-        paired = compare_samples(list(SampleStore(baseline / "records.jsonl")), records)["overall"]
+        paired = compare_samples(list(read_samples(baseline / "records.jsonl")), records)["overall"]
     except ValueError:  # no generated pairs (every prompt over-long): nothing to compare
         paired = dict.fromkeys(("rescues", "regressions", "mcnemar_p", "loops_removed"), None)
         paired["loops_added"] = None

@@ -1,8 +1,9 @@
 """`run_scan`: sweep decode settings x samples x prompts, store every sample, summarize.
 
 Steps:
-1. Refuse a run directory that holds another configuration; record this one (scan.json).
-2. Load the suite and open the backend.
+1. Load the suite; refuse a run directory that holds another configuration, suite content or
+   model files, or records without an identity; record this one (scan.json).
+2. Open the backend.
 3. Render each prompt once; flag the ones that do not fit the model's context (never truncated).
 4. For each decode setting, hand the backend every chunk that still lacks a record; judge each
    generation (loop verdict, paper metric, checker) and append it to records.jsonl, a batch at a
@@ -20,11 +21,12 @@ from typing import Any
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend, Request
 from loopfix.detect import DetectConfig
-from loopfix.records import DecodeSettings, Sample, SampleStore
+from loopfix.records import DecodeSettings, Sample, SampleStore, read_samples
 from loopfix.report import write_report
 from loopfix.scan.backend import open_backend
-from loopfix.scan.config import ScanConfig, check_identity
+from loopfix.scan.config import ScanConfig
 from loopfix.scan.detection import scan_detect_config
+from loopfix.scan.identity import check_run_identity
 from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
@@ -134,7 +136,7 @@ def write_outputs(
     backend: Backend | None = None,
 ) -> dict[str, Any]:
     """summary.json and report.html from every record stored in `out`."""
-    records = list(SampleStore(out / "records.jsonl"))
+    records = list(read_samples(out / "records.jsonl"))
     summary = summarize(records)
     if config is not None:
         summary["config"] = config.identity()
@@ -153,8 +155,8 @@ def run_scan(
     """Run (or resume) the scan `config` describes; see the module docstring for the steps."""
     out = Path(config.out)
     records = out / "records.jsonl"
-    check_identity(config, out / "scan.json", records.exists() and records.stat().st_size > 0)
     items = load_suite(config.suite, config.n, config.seed)
+    check_run_identity(config, items, out, records.exists() and records.stat().st_size > 0)
     own_backend = backend is None
     backend = backend or open_backend(config)
     try:
