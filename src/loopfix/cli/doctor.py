@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from loopfix.cli.common import console, parse_floats, progress_bar
+from loopfix.cli.common import at_least, console, parse_temperatures, progress_bar
 from loopfix.cli.lab import evaluation_table
 
 
@@ -35,7 +35,8 @@ def doctor_command(
 
     from loopfix.doctor import NotATestbedError, run_doctor
 
-    temps = parse_floats(temperatures, "--temperatures")
+    temps = parse_temperatures(temperatures)
+    at_least(1, n=n, threads=threads)
     torch.set_num_threads(threads)
     try:
         with progress_bar() as progress:

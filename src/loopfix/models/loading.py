@@ -63,6 +63,9 @@ def resolve_model_path(spec: str | Path) -> str:
         return str(_testbed_path(text.removeprefix(TESTBED_PREFIX)))
     path = Path(text).expanduser()
     if path.is_dir():
+        if not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
+            empty = " (it is empty)" if not any(path.iterdir()) else ""
+            raise ModelLoadError(f"{path} is not a model folder: it has no config.json{empty}")
         return str(path)
     if path.exists():
         raise ModelLoadError(f"{path} is a file; a model is a folder with a config.json")

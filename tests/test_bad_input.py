@@ -1,0 +1,358 @@
+"""Bad input, as a careless or unlucky user gives it, to every verb (issue 13).
+
+Each case asserts the exit status, that the error is ONE line on stderr (however narrow the
+terminal), and that no input and no earlier output changed. Cases that must fail before a model
+loads name a model that does not exist: if the option were checked after loading, the error
+would be about the model instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from loopfix import models
+from loopfix.cli import app
+from loopfix.cli.common import errors
+from loopfix.models import tiny_model, tiny_tokenizer
+from loopfix.patch import (
+    MANIFEST_NAME,
+    TENSORS_NAME,
+    EditRequest,
+    EditSite,
+    build_patch,
+    save_patch,
+)
+
+LOOPING = "Wait, let me double-check 12 * 13: 12 * 13 = 156, so the answer is 156.\n\n" * 12
+CLEAN = "The three primary colours of light are red, green and blue."
+MISSING = "loopfix:no-such-testbed"
+TINY_RUN = ["--n", "1", "--temperatures", "0", "--max-new-tokens", "4"]
+
+
+@pytest.fixture(autouse=True)
+def narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 30-column terminal: a message that wrapped would show up as several lines."""
+    monkeypatch.setattr(errors, "width", 30)
+
+
+def invoke(*args: str | Path) -> object:
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+def error_lines(result: object, code: int = 2) -> list[str]:
+    assert result.exit_code == code, result.output  # type: ignore[attr-defined]
+    stderr = result.stderr.splitlines()  # type: ignore[attr-defined]
+    # transformers' own progress bar while a model loads is not part of the message.
+    lines = [line for line in stderr if line.strip() and not line.startswith("Loading weights")]
+    assert lines and all(line.startswith("error") for line in lines), lines
+    return lines
+
+
+def one_line_error(result: object, *needles: str, code: int = 2) -> str:
+    lines = error_lines(result, code)
+    assert len(lines) == 1, lines
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+# 1. clean: output == input, unreadable lines, bad bytes, interruption
+
+
+def test_clean_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "x.jsonl", [{"text": CLEAN}, {"text": LOOPING}])
+    before = snapshot(tmp_path)
+    one_line_error(invoke("clean", data, "--out", data), "also an input")
+    assert snapshot(tmp_path) == before
+
+
+def test_clean_names_malformed_and_non_utf8_lines_and_keeps_every_good_one(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "x.jsonl"
+    data.write_bytes(
+        json.dumps({"text": CLEAN}).encode()
+        + b'\n{"text": "caf\xe9"}\nnot json\n'
+        + json.dumps({"text": CLEAN + " again"}).encode()
+        + b"\n"
+    )
+    original = data.read_bytes()
+    out = tmp_path / "clean.jsonl"
+    result = invoke("clean", data, "--out", out)
+    lines = error_lines(result, code=0)
+    assert len(lines) == 2
+    assert "line 2" in lines[0] and "byte 0xe9 at byte offset" in lines[0]
+    assert "line 3, column 1" in lines[1]
+    kept = [json.loads(line)["text"] for line in out.read_text().splitlines()]
+    assert kept == [CLEAN, CLEAN + " again"]
+    assert data.read_bytes() == original
+    replaced = invoke("clean", data, "--out", out, "--errors", "replace")
+    assert len(error_lines(replaced, code=0)) == 1  # only the line that is not JSON
+    assert "caf\ufffd" in out.read_text()
+
+
+def test_clean_that_checks_nothing_fails_and_keeps_the_earlier_output(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "x.jsonl", [{"text": LOOPING}, {"text": CLEAN}])
+    out = tmp_path / "clean.jsonl"
+    out.write_text("an earlier, complete output\n")
+    before = snapshot(tmp_path)
+    lines = error_lines(invoke("clean", data, "--out", out, "--field", "nope"))
+    assert len(lines) == 3  # one per line that could not be checked, then the verdict
+    assert "line 1: no text to check: no string field 'nope'" in lines[0]
+    assert "nothing checked" in lines[2] and "wrote nothing" in lines[2]
+
+    # 2. patches verify themselves
+    assert snapshot(tmp_path) == before
+
+
+@pytest.fixture
+def patch_folder(tmp_path: Path) -> Path:
+    model = tiny_model("llama", seed=1)
+    width = model.config.hidden_size
+    direction = torch.randn(width, generator=torch.Generator().manual_seed(7))
+    request = EditRequest(EditSite(0, "down_proj"), direction, torch.tensor([0, 3, 4]), 6.0)
+    save_patch(build_patch(model, [request], model_id="tiny"), tmp_path / "patch")
+    return tmp_path / "patch"
+
+
+def flip_stored_byte(patch: Path, tensor: str) -> None:
+    path = patch / TENSORS_NAME
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    data[8 + length + header[tensor]["data_offsets"][0]] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("slot", ["before", "after"])
+def test_a_damaged_patch_is_refused_by_inspect_apply_and_revert(
+    tmp_path: Path, patch_folder: Path, slot: str
+) -> None:
+    flip_stored_byte(patch_folder, f"edit0.{slot}")
+    before = snapshot(tmp_path)
+    message = one_line_error(invoke("patch", "inspect", patch_folder), f"edit0.{slot}")
+    assert "patch file is damaged" in message and "different model" not in message
+    for verb in ("apply", "revert"):
+        one_line_error(
+            invoke("patch", verb, MISSING, patch_folder, "--out", tmp_path / "out"),
+            "patch file is damaged",
+        )
+    assert snapshot(tmp_path) == before
+
+
+def test_a_patch_for_another_model_blames_the_model(tmp_path: Path, patch_folder: Path) -> None:
+    other = tmp_path / "other"
+    tiny_model("llama", seed=2).save_pretrained(other)
+    tiny_tokenizer().save_pretrained(other)
+    before = snapshot(tmp_path)
+    result = invoke("patch", "apply", other, patch_folder, "--out", tmp_path / "out")
+    one_line_error(result, "different model", "refusing to edit")
+    assert snapshot(tmp_path) == before  # no "out", no partial folder
+
+
+def test_a_manifest_without_edits_or_of_the_old_format_is_one_line(
+    tmp_path: Path, patch_folder: Path
+) -> None:
+    manifest = json.loads((patch_folder / MANIFEST_NAME).read_text())
+    del manifest["edits"]
+    (patch_folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    one_line_error(invoke("patch", "inspect", patch_folder), "lacks 'edits'")
+    manifest["format"] = "loopfix.patch/1"
+    (patch_folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    one_line_error(invoke("patch", "inspect", patch_folder), "re-create the patch")
+
+
+# 3. resume keyed by content; readers never modify a run
+
+
+@pytest.fixture
+def testbed_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "model"
+    shutil.copytree(models.testbed_dir() / "stargraph", folder)
+    return folder
+
+
+def scan(model: Path | str, out: Path, *options: str) -> object:
+    return invoke("scan", model, *TINY_RUN, "--out", out, *options)
+
+
+def test_records_without_an_identity_are_not_adopted(tmp_path: Path, testbed_copy: Path) -> None:
+    out = tmp_path / "run"
+    assert scan(testbed_copy, out).exit_code == 0
+    (out / "scan.json").unlink()
+    before = snapshot(tmp_path)
+    one_line_error(scan(testbed_copy, out), "no scan.json", "start fresh")
+    assert snapshot(tmp_path) == before
+    (out / "scan.json").write_text("{not json")
+    before = snapshot(tmp_path)
+    one_line_error(scan(testbed_copy, out), "scan.json is damaged", "start fresh")
+    assert snapshot(tmp_path) == before
+
+
+def test_other_weights_or_an_edited_suite_are_not_resumed(
+    tmp_path: Path, testbed_copy: Path
+) -> None:
+    out = tmp_path / "run"
+    suite = write_jsonl(tmp_path / "suite.jsonl", [{"id": "a", "prompt": "a b"}])
+    assert scan(testbed_copy, out, "--suite", str(suite)).exit_code == 0
+    shutil.copy(models.testbed_dir() / "stargraph-clean" / "model.safetensors", testbed_copy)
+    before = snapshot(tmp_path)
+    one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "model.safetensors")
+    assert snapshot(tmp_path) == before
+    shutil.copy(models.testbed_dir() / "stargraph" / "model.safetensors", testbed_copy)
+    write_jsonl(suite, [{"id": "a", "prompt": "a c"}])
+    before = snapshot(tmp_path)
+    one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "suite's prompts differ")
+    assert snapshot(tmp_path) == before
+
+
+def test_scan_compare_reads_a_torn_run_without_changing_it(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert scan("loopfix:stargraph", tmp_path / name).exit_code == 0
+    with (tmp_path / "b" / "records.jsonl").open("a") as handle:
+        handle.write('{"prompt_id": "torn')  # a scan still writing, or killed mid-line
+    before = snapshot(tmp_path)
+    result = invoke("scan", "--compare", tmp_path / "a", tmp_path / "b")
+    assert result.exit_code == 0, result.output
+    assert snapshot(tmp_path) == before
+
+
+# 4. checks that checked nothing fail
+
+
+@pytest.mark.parametrize(
+    ("rows", "options", "reason"),
+    [
+        ([{"text": LOOPING}], ["--field", "nope"], "no string field 'nope'"),
+        (["not json at all"], [], "Expecting value"),
+        ([{"choices": [{"index": 0}]}, {"choices": [{"message": {}}]}], [], "choices hold no"),
+    ],
+    ids=["missing-field", "all-unreadable", "openai-without-message"],
+)
+def test_fail_on_loop_fails_when_nothing_was_checked(
+    tmp_path: Path, rows: list[object], options: list[str], reason: str
+) -> None:
+    data = tmp_path / "x.jsonl"
+    data.write_text("".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    if len(rows) > 1:
+        write_jsonl(data, rows)
+    before = snapshot(tmp_path)
+    lines = error_lines(invoke("detect", data, "--fail-on-loop", *options))
+    assert len(lines) == len(rows) + 1 and reason in lines[0]
+    assert "nothing checked" in lines[-1]
+    assert snapshot(tmp_path) == before
+
+
+def test_fail_on_loop_fails_when_some_input_went_unchecked(tmp_path: Path) -> None:
+    data = tmp_path / "x.jsonl"
+    first = json.dumps({"text": CLEAN}).encode() + b"\n"
+    data.write_bytes(first + b'{"text": "\xff"}\n')
+    lines = error_lines(invoke("detect", data, "--fail-on-loop"))
+    offset = len(first) + len(b'{"text": "')
+    assert len(lines) == 2 and f"line 2: byte 0xff at byte offset {offset} " in lines[0]
+    assert "could not be checked" in lines[1]
+    assert invoke("detect", data, "--fail-on-loop", "--errors", "replace").exit_code == 0
+
+
+# 5. tracebacks that became one line
+
+
+def test_a_folder_that_is_not_a_model_and_an_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("hello")
+    (tmp_path / "empty").mkdir()
+    before = snapshot(tmp_path)
+    one_line_error(scan(tmp_path / "notes", tmp_path / "run"), "not a model folder")
+    one_line_error(scan(tmp_path / "empty", tmp_path / "run"), "it is empty")
+    one_line_error(invoke("lab", "eval", tmp_path / "empty"), "not a model folder")
+    assert snapshot(tmp_path) == before
+
+
+def test_an_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "x.jsonl", [{"text": CLEAN}])
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    before = snapshot(tmp_path)
+    one_line_error(
+        invoke("detect", data, "--json", tmp_path / "blocker" / "v.jsonl"), "cannot write"
+    )
+    one_line_error(invoke("clean", data, "--out", tmp_path / "blocker" / "c.jsonl"), "cannot write")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["scan", MISSING, "--temperatures", "-1"], "--temperatures"),
+        (["scan", MISSING, "--temperatures", "nan"], "--temperatures"),
+        (["lab", "eval", MISSING, "--temperatures", "-1"], "--temperatures"),
+        (["lab", "eval", MISSING, "--n", "0"], "--n"),
+        (["lab", "eval", MISSING, "--threads", "0"], "--threads"),
+        (["doctor", MISSING, "--n", "0"], "--n"),
+        (["doctor", MISSING, "--temperatures", "-1"], "--temperatures"),
+        (["repair", MISSING, "--ks", "0"], "--ks"),
+        (["repair", MISSING, "--ks", "1.5"], "--ks"),
+        (["repair", MISSING, "--threads", "0"], "--threads"),
+        (["repair", MISSING, "--alphas", "inf"], "--alphas"),
+        (["lab", "train", "--steps", "0", "--out", "never"], "--steps"),
+        (["lab", "train", "--threads", "0", "--out", "never"], "--threads"),
+        (
+            ["compare", MISSING, "--guards", "none,dry", "--guard-arg", "dry.multiplier=Infinity"],
+            "multiplier",
+        ),
+    ],
+    ids=lambda value: "_".join(value) if isinstance(value, list) else value,
+)
+def test_bad_options_are_one_line_before_any_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], option: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    message = one_line_error(invoke(*args), option)
+    assert "testbed" not in message  # the missing model was never reached
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_repair_out_that_is_a_file_fails_before_any_work(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file")
+    before = snapshot(tmp_path)
+    one_line_error(invoke("repair", MISSING, "--out", tmp_path / "taken"), "is a file")
+
+    # 6. misreadings
+    assert snapshot(tmp_path) == before
+
+
+def test_lab_eval_refuses_a_model_that_is_not_a_testbed(tmp_path: Path) -> None:
+    model = tmp_path / "tiny"
+    tiny_model("llama").save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    before = snapshot(tmp_path)
+    result = invoke("lab", "eval", model, "--n", "2", "--json", tmp_path / "eval.json")
+    one_line_error(result, "not a star-graph testbed")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [["scan"], ["compare"], ["repair"], ["lab", "eval"], ["patch", "apply"], ["patch", "revert"]],
+)
+def test_every_verb_that_loads_a_model_has_trust_remote_code(verb: list[str]) -> None:
+    result = invoke(*verb, "--help")
+    assert result.exit_code == 0 and "--trust-remote-code" in result.output
