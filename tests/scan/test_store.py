@@ -19,4 +19,3 @@ def test_ctrl_c_during_a_write_is_raised_after_the_whole_batch_is_stored(tmp_pat
     assert [s.prompt_id for s in store] == ["p0", "p1", "p2"]
     append_uninterrupted(store, [])  # nothing to write is a no-op
     assert len(list(store)) == 3
-

@@ -168,8 +168,10 @@ def save_patch(patch: Patch, folder: Path) -> Path:
 
 
 _REQUIRED = ("base_model", "edits", "touched_parameters", "total_parameters")
-_REQUIRED_IN_EDIT = ("name", "layer", "site", "orientation", "shape", "dtype", "alpha")
-_REQUIRED_IN_EDIT += ("columns", "sha256_before", "sha256_after", "tensors")
+_REQUIRED_IN_EDIT = (
+    *("name", "layer", "site", "orientation", "shape", "dtype", "alpha"),
+    *("columns", "sha256_before", "sha256_after", "tensors"),
+)
 
 
 def _require(data: Any, keys: tuple[str, ...], where: str) -> None:

@@ -69,7 +69,7 @@ def model_files(config: ScanConfig, known: dict[str, Any] | None = None) -> dict
         if not path.is_file() or path.name.startswith(".") or path.suffix == ".md":
             continue
         stat = path.stat()  # follows the hub cache's symlinks to the blobs
-        entry = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+        entry: dict[str, Any] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
         previous = known.get(path.name)
         if isinstance(previous, dict) and all(previous.get(k) == v for k, v in entry.items()):
             entry["sha256"] = previous["sha256"]
