@@ -287,6 +287,15 @@ def test_a_folder_that_is_not_a_model_and_an_empty_folder(tmp_path: Path) -> Non
     assert snapshot(tmp_path) == before
 
 
+def test_a_non_utf8_suite_names_its_line(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_bytes(b'{"id": "a", "prompt": "a b"}\n{"id": "b", "prompt": "\xff"}\n')
+    before = snapshot(tmp_path)
+    result = scan("loopfix:stargraph", tmp_path / "run", "--suite", str(suite))
+    one_line_error(result, "suite.jsonl:2: byte 0xff at column 24 is not UTF-8")
+    assert snapshot(tmp_path) == before
+
+
 def test_an_unwritable_output_is_one_line(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "x.jsonl", [{"text": CLEAN}])
     (tmp_path / "blocker").write_text("a file where a folder should be")

@@ -118,11 +118,18 @@ def read_suite_file(path: Path) -> list[SuiteItem]:
     """All items of a JSON-lines suite file (blank lines allowed; ids must be unique)."""
     items: list[SuiteItem] = []
     seen: set[str] = set()
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise SuiteError(
+                    f"{where}: byte 0x{raw[error.start]:02x} at column {error.start + 1} is not "
+                    "UTF-8 (a suite must be UTF-8 text)"
+                ) from None
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
