@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.hf import HFBackend
+from loopfix.errors import one_line
 from loopfix.models import ModelLoadError, resolve_model_path
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
@@ -81,7 +82,15 @@ def _scan_config(path: Path) -> ScanConfig:
             f"{identity} is missing: records for a repair must come from `loopfix scan`, which "
             "writes the scan's configuration (suite, seed, decode settings) beside them"
         )
-    return ScanConfig(**json.loads(identity.read_text())["config"], out=path.parent)
+    try:
+        return ScanConfig(
+            **json.loads(identity.read_text(encoding="utf-8"))["config"], out=path.parent
+        )
+    except (ValueError, KeyError, TypeError) as error:  # JSON, missing "config", bad fields
+        raise RepairInputError(
+            f"{identity} is not a readable scan identity ({one_line(str(error))}); rerun "
+            "`loopfix scan` into a fresh --out"
+        ) from None
 
 
 def _rendered(

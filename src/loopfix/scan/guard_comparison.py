@@ -77,7 +77,7 @@ def _check(config: CompareConfig) -> list[str]:
     for spec in guards:
         _chain(spec, config.guard_args, None)
     path = Path(config.scan.out) / "compare.json"
-    if path.exists() and json.loads(path.read_text()) != config.identity():
+    if path.exists() and _stored_identity(path) != config.identity():
         raise GuardError(
             f"{path.parent} holds a comparison with other guards or settings; "
             "rerun with the same options to resume it, or choose another --out"
@@ -158,6 +158,16 @@ def _run_one(config: CompareConfig, spec: str, temperature: float, engines: _Eng
         }
         write_json_atomic(out / "timing.json", timing, indent=None)
     return out
+
+
+def _stored_identity(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise GuardError(
+            f"{path} is damaged ({error}), so the runs beside it cannot be matched to this "
+            "comparison; move it away or choose another --out to start fresh"
+        ) from None
 
 
 def _read_json(path: Path, default: Any) -> Any:
