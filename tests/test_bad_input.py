@@ -225,6 +225,30 @@ def test_other_weights_or_an_edited_suite_are_not_resumed(
     assert snapshot(tmp_path) == before
 
 
+def test_damaged_identities_of_compare_and_of_repair_records_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "guards").mkdir()
+    (tmp_path / "guards" / "compare.json").write_text("{")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "scan.json").write_text('{"config": {"model": 1}}')
+    write_jsonl(tmp_path / "run" / "records.jsonl", [])
+    before = snapshot(tmp_path)
+    result = invoke("compare", "loopfix:stargraph", *TINY_RUN, "--out", tmp_path / "guards")
+    one_line_error(result, "compare.json is damaged", "start fresh")
+    records = tmp_path / "run" / "records.jsonl"
+    result = invoke(
+        "repair",
+        "loopfix:stargraph",
+        "--suite",
+        "arith",
+        "--records",
+        records,
+        "--out",
+        tmp_path / "r",
+    )
+    one_line_error(result, "scan.json is not a readable scan identity")
+    assert snapshot(tmp_path) == before
+
+
 def test_scan_compare_reads_a_torn_run_without_changing_it(tmp_path: Path) -> None:
     for name in ("a", "b"):
         assert scan("loopfix:stargraph", tmp_path / name).exit_code == 0
