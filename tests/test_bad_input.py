@@ -363,10 +363,13 @@ def test_bad_options_are_one_line_before_any_model_loads(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_repair_out_that_is_a_file_fails_before_any_work(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "verb", [["repair", MISSING], ["doctor", MISSING], ["scan", "loopfix:stargraph"]]
+)
+def test_out_that_is_a_file_fails_before_any_work(tmp_path: Path, verb: list[str]) -> None:
     (tmp_path / "taken").write_text("a file")
     before = snapshot(tmp_path)
-    one_line_error(invoke("repair", MISSING, "--out", tmp_path / "taken"), "is a file")
+    one_line_error(invoke(*verb, "--out", tmp_path / "taken"), "is a file")
 
     # 6. misreadings
     assert snapshot(tmp_path) == before

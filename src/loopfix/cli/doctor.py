@@ -33,10 +33,12 @@ def doctor_command(
     """
     import torch
 
+    from loopfix.atomic import check_output_path
     from loopfix.doctor import NotATestbedError, run_doctor
 
     temps = parse_temperatures(temperatures)
     at_least(1, n=n, threads=threads)
+    check_output_path(out, folder=True)
     torch.set_num_threads(threads)
     try:
         with progress_bar() as progress:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopfix.atomic import write_json_atomic
+from loopfix.atomic import check_output_path, write_json_atomic
 from loopfix.backends.base import Backend, Request
 from loopfix.detect import DetectConfig
 from loopfix.records import DecodeSettings, Sample, SampleStore, read_samples
@@ -154,6 +154,7 @@ def run_scan(
 ) -> ScanResult:
     """Run (or resume) the scan `config` describes; see the module docstring for the steps."""
     out = Path(config.out)
+    check_output_path(out, folder=True)
     records = out / "records.jsonl"
     items = load_suite(config.suite, config.n, config.seed)
     check_run_identity(config, items, out, records.exists() and records.stat().st_size > 0)
