@@ -18,7 +18,7 @@ __all__ = ["Backend", "BackendError", "Generation", "Request"]
 
 
 def dtype_name(dtype: Any) -> str:
-    """"float32" for torch.float32 (or a string already so named)."""
+    """ "float32" for torch.float32 (or a string already so named)."""
     return str(dtype).removeprefix("torch.")
 
 
