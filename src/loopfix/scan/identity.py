@@ -22,7 +22,13 @@ from loopfix.models import resolve_model_path
 from loopfix.scan.config import ConfigMismatchError, ScanConfig
 from loopfix.suites import SuiteItem
 
-__all__ = ["check_run_identity", "model_files", "run_identity", "suite_sha256"]
+__all__ = [
+    "check_run_identity",
+    "model_files",
+    "record_downloaded_files",
+    "run_identity",
+    "suite_sha256",
+]
 
 _CHUNK = 1 << 20
 _START_FRESH = "move it away or choose another --out to start fresh"
@@ -131,13 +137,14 @@ def _differences(stored: dict[str, Any], identity: dict[str, Any]) -> list[str]:
 
 def check_run_identity(
     config: ScanConfig, items: list[SuiteItem], out: Path, has_records: bool
-) -> None:
+) -> dict[str, Any]:
     """Write the run's identity on first use; refuse a different or missing one once records
-    exist (a run that failed before storing anything is simply replaced)."""
+    exist (a run that failed before storing anything is simply replaced). Returns it."""
     path = out / "scan.json"
     if not has_records:
-        write_json_atomic(path, run_identity(config, items))
-        return
+        identity = run_identity(config, items)
+        write_json_atomic(path, identity)
+        return identity
     if not path.is_file():
         raise ConfigMismatchError(
             f"{out} holds records but no scan.json: which model, suite and settings made them "
@@ -154,3 +161,14 @@ def check_run_identity(
         )
     if identity["model_files"] != stored["model_files"]:  # same contents, new mtimes: remember
         write_json_atomic(path, identity)
+    return identity
+
+
+def record_downloaded_files(config: ScanConfig, out: Path, identity: dict[str, Any]) -> None:
+    """After the backend loaded: a hub model first seen by this run has files now; store their
+    fingerprint, so that a resume compares them (a run never keeps an unknown model)."""
+    if identity["model_files"] is not None:
+        return
+    files = model_files(config)
+    if files is not None:
+        write_json_atomic(out / "scan.json", {**identity, "model_files": files})

@@ -3,7 +3,7 @@
 Steps:
 1. Load the suite; refuse a run directory that holds another configuration, suite content or
    model files, or records without an identity; record this one (scan.json).
-2. Open the backend.
+2. Open the backend (a hub model's files, downloaded now, join the identity).
 3. Render each prompt once; flag the ones that do not fit the model's context (never truncated).
 4. For each decode setting, hand the backend every chunk that still lacks a record; judge each
    generation (loop verdict, paper metric, checker) and append it to records.jsonl, a batch at a
@@ -26,7 +26,7 @@ from loopfix.report import write_report
 from loopfix.scan.backend import open_backend
 from loopfix.scan.config import ScanConfig
 from loopfix.scan.detection import scan_detect_config
-from loopfix.scan.identity import check_run_identity
+from loopfix.scan.identity import check_run_identity, record_downloaded_files
 from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
@@ -157,9 +157,12 @@ def run_scan(
     check_output_path(out, folder=True)
     records = out / "records.jsonl"
     items = load_suite(config.suite, config.n, config.seed)
-    check_run_identity(config, items, out, records.exists() and records.stat().st_size > 0)
+    identity = check_run_identity(
+        config, items, out, records.exists() and records.stat().st_size > 0
+    )
     own_backend = backend is None
     backend = backend or open_backend(config)
+    record_downloaded_files(config, out, identity)
     try:
         warnings = scan_warnings(config, backend)
         prepared = prepare_items(items, backend, config)
