@@ -4,9 +4,17 @@ Pipeline (the first tier that finds a loop wins):
 1. verbatim: an exactly periodic tail (ending within `tail_slack` tokens of the end), then the
    paper's n-gram metric anywhere in the sequence;
 2. near: a periodic tail once numbers are masked (text, or tokens with `token_classes`);
-3. segment: lines and sentences recurring exactly at the tail (text only);
-4. semantic: segments restating each other at the tail (text only; lexical or embeddings);
-5. early warning: entropy streak and confidence flywheel from per-step log-probs (tokens).
+3. flood: a short unit flooding a stretch anywhere (text only; kind `verbatim`);
+4. segment: lines and sentences recurring exactly at the tail (text only);
+5. semantic: segments restating each other at the tail (text only; lexical or embeddings);
+6. cut: only when the caller says the output was cut at the token limit (`cut=True`) and nothing
+   above fired, the periodic, near and segment checks again with the `cut_*` thresholds: a
+   repeated or templated tail running to the cut is strong evidence. `cut=None` (unknown) and
+   `cut=False` keep the precise defaults;
+7. early warning: entropy streak and confidence flywheel from per-step log-probs (tokens).
+
+Every loop verdict says which evidence decided it (`decided_by`) and how far over that check's
+threshold it lies (`score`).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import numpy as np
 
 from .config import DetectConfig
 from .early_warning import step_signals, with_early_warning
+from .flood import find_flood
 from .ids import as_ids
 from .near import find_near_loop
 from .ngram import find_ngram_loop, occurrences
@@ -27,7 +36,7 @@ from .periodic import find_tail, tail_verdict
 from .segment import find_segment_loop
 from .semantic import find_semantic_loop
 from .text import TokenizedText, split_text, tokenize_with
-from .verdict import NOT_LOOPING, LoopVerdict, Span
+from .verdict import NOT_LOOPING, LoopVerdict, Span, strength_score
 
 
 def _ngram_verdict(ids: np.ndarray, config: DetectConfig) -> LoopVerdict | None:
@@ -50,6 +59,8 @@ def _ngram_verdict(ids: np.ndarray, config: DetectConfig) -> LoopVerdict | None:
         period=period,
         repeats=len(chain),
         span=Span(onset, int(chain[-1]) + config.ngram_n),
+        decided_by="ngram",
+        score=strength_score(len(starts) / config.ngram_k),
     )
 
 
@@ -60,6 +71,35 @@ def _enough_words(verdict: LoopVerdict, words: np.ndarray, config: DetectConfig)
     return bool(unit.any()) or verdict.repeats >= config.wordless_min_repeats
 
 
+def _periodic_verdict(
+    ids: np.ndarray, config: DetectConfig, words: np.ndarray | None
+) -> LoopVerdict | None:
+    found = find_tail(ids, config, config.tail_slack)
+    if found is None:
+        return None
+    period, run, end = found
+    verdict = tail_verdict(end, period, run)
+    if words is not None and not _enough_words(verdict, words, config):
+        return None
+    needed = max(config.min_repeats * period, config.min_span)
+    return replace(verdict, decided_by="periodic-tail", score=strength_score((run + period) / needed))
+
+
+def _near_verdict(
+    ids: np.ndarray,
+    config: DetectConfig,
+    classes: np.ndarray | None,
+    words: np.ndarray | None,
+    tokens: TokenizedText | None,
+    at_cut: bool,
+) -> LoopVerdict | None:
+    if not config.near or classes is None or not (classes >= 0).any():
+        return None
+    content = ~(classes >= 0) if words is None else words
+    number_of = None if tokens is None else tokens.number_in
+    return find_near_loop(ids, classes, content, config, number_of, at_cut)
+
+
 def _token_tiers(
     ids: np.ndarray,
     config: DetectConfig,
@@ -67,20 +107,41 @@ def _token_tiers(
     words: np.ndarray | None,
     tokens: TokenizedText | None = None,
 ) -> LoopVerdict | None:
-    found = find_tail(ids, config, config.tail_slack)
-    if found is not None:
-        verdict = tail_verdict(found[2], found[0], found[1])
-        if words is None or _enough_words(verdict, words, config):
-            return verdict
-    if config.ngram:
-        ngram = _ngram_verdict(ids, config)
-        if ngram is not None:
-            return ngram
-    if config.near and classes is not None and (classes >= 0).any():
-        content = ~(classes >= 0) if words is None else words
-        number_of = None if tokens is None else tokens.number_in
-        return find_near_loop(ids, classes, content, config, number_of)
-    return None
+    verdict = _periodic_verdict(ids, config, words)
+    if verdict is None and config.ngram:
+        verdict = _ngram_verdict(ids, config)
+    return verdict or _near_verdict(ids, config, classes, words, tokens, at_cut=False)
+
+
+def at_cut_config(config: DetectConfig) -> DetectConfig:
+    """The thresholds used when the output is known to be cut at the token limit."""
+    return config.model_copy(
+        update={
+            "min_span": min(config.min_span, config.cut_min_span),
+            "wordless_min_repeats": min(
+                config.wordless_min_repeats, config.cut_wordless_min_repeats
+            ),
+        }
+    )
+
+
+def _cut_tiers(
+    ids: np.ndarray,
+    config: DetectConfig,
+    classes: np.ndarray | None,
+    words: np.ndarray | None,
+    tokens: TokenizedText | None = None,
+) -> LoopVerdict | None:
+    """The checks that a cut at the token limit relaxes, marked `+cut` in `decided_by`."""
+    relaxed = at_cut_config(config)
+    verdict = _periodic_verdict(ids, relaxed, words) or _near_verdict(
+        ids, relaxed, classes, words, tokens, at_cut=True
+    )
+    if verdict is None and tokens is not None and config.segment:
+        verdict = find_segment_loop(tokens, relaxed)
+    if verdict is None:
+        return None
+    return replace(verdict, decided_by=f"{verdict.decided_by}+cut")
 
 
 def detect_tokens(
@@ -91,18 +152,23 @@ def detect_tokens(
     entropies: Sequence[float] | np.ndarray | None = None,
     top1: Sequence[float] | np.ndarray | None = None,
     token_classes: Mapping[int, int] | None = None,
+    cut: bool | None = None,
 ) -> LoopVerdict:
     """Detect a loop in a token sequence (model token ids, or any hashable tokens).
 
     Runs the verbatim tier, the near tier when `token_classes` maps volatile token ids (e.g.
     every digit token) to a class, and fills the early-warning fields from `logprobs`,
     `entropies` or `top1` (one value or row per token; see `early_warning.step_signals`).
-    Segment and semantic tiers need text: use `detect_text`.
+    `cut`: whether the sequence was cut at the token limit (`finish_reason == "length"`); None
+    when unknown. Flood, segment and semantic tiers need text: use `detect_text`.
     """
     config = config or DetectConfig()
     ids = as_ids(tokens)
     classes = classes_from_mapping(ids, token_classes) if token_classes else None
-    verdict = _token_tiers(ids, config, classes, None) or NOT_LOOPING
+    verdict = _token_tiers(ids, config, classes, None)
+    if verdict is None and cut:
+        verdict = _cut_tiers(ids, config, classes, None)
+    verdict = verdict or NOT_LOOPING
     step_entropy, step_top1 = step_signals(logprobs, entropies, top1)
     return with_early_warning(verdict, config, step_entropy, step_top1)
 
@@ -135,11 +201,19 @@ def _in_tokens_of(verdict: LoopVerdict, tokens: TokenizedText) -> LoopVerdict:
 
 
 def detect_text(
-    text: str, tokenizer: Any = None, config: DetectConfig | None = None
+    text: str,
+    tokenizer: Any = None,
+    config: DetectConfig | None = None,
+    *,
+    cut: bool | None = None,
 ) -> LoopVerdict:
     """Detect a loop in text; token positions refer to `tokenizer`'s tokens when one is given
     (an HF tokenizer or any object with `encode`/`decode`), else to the built-in segmentation
-    (words and punctuation, CJK per character, see `text.split_text`)."""
+    (words and punctuation, CJK per character, see `text.split_text`).
+
+    `cut`: whether the output was cut at the token limit (`finish_reason == "length"`); None when
+    unknown. Only `cut=True` relaxes the thresholds (step 6 of the module docstring).
+    """
     config = config or DetectConfig()
     tokens = split_text(text) if tokenizer is None else tokenize_with(text, tokenizer)
     classes = np.where(tokens.volatile, 0, -1)
@@ -147,8 +221,19 @@ def detect_text(
     if verdict is not None:
         return _with_text(verdict, tokens)
     builtin = tokens if tokenizer is None else split_text(text)
-    for enabled, tier in ((config.segment, find_segment_loop), (True, find_semantic_loop)):
+    tiers = (
+        (True, find_flood),
+        (config.segment, find_segment_loop),
+        (True, find_semantic_loop),
+    )
+    for enabled, tier in tiers:
         found = tier(builtin, config) if enabled else None
         if found is not None:
+            return found if tokenizer is None else _in_tokens_of(found, tokens)
+    if cut:
+        found = _cut_tiers(builtin.ids, config, np.where(builtin.volatile, 0, -1), builtin.words, builtin)
+        if found is not None:
+            if found.span is not None and found.span.char_start is None:
+                found = _with_text(found, builtin)
             return found if tokenizer is None else _in_tokens_of(found, tokens)
     return NOT_LOOPING

@@ -66,6 +66,40 @@ class DetectConfig(BaseModel):
         "requested list.",
     )
 
+    # Flood tier: a short unit flooding a stretch anywhere in the text, not only at its tail.
+    flood_window: int = Field(
+        40,
+        ge=4,
+        description="Tokens a flood must fill (a word, phrase or special token repeated, 'prevent "
+        "prevent ...', a CJK word between stray digits).",
+    )
+    flood_max_types: int = Field(
+        4,
+        ge=1,
+        description="Distinct tokens a flood window may hold; at least one must be a word or a "
+        "special token (zero matrices and table rules are wordless).",
+    )
+
+    # Cut-aware relaxation: used only when the caller says the output was cut at the token limit.
+    cut_min_span: int = Field(
+        24,
+        ge=1,
+        description="min_span when the output was cut at the token limit (a repeated tail running "
+        "to the cut is strong evidence).",
+    )
+    cut_wordless_min_repeats: int = Field(
+        8, ge=2, description="wordless_min_repeats when the output was cut at the token limit."
+    )
+    cut_near_repeats: int = Field(
+        4,
+        ge=2,
+        description="Copies a near loop running to the cut needs, whatever its numbers do (a "
+        "templated line with new numbers each time: 'Step 12: 4800 apples is 9600 apples.').",
+    )
+    cut_near_min_words: int = Field(
+        2, ge=0, description="Words the unit of a near loop running to the cut must hold."
+    )
+
     # Segment and semantic tiers: lines and sentences recurring in a window.
     segment: bool = Field(
         True, description="Enable the segment tier (line, sentence and block cycles)."

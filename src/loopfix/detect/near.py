@@ -7,6 +7,10 @@ either the unit carries at least `near_min_words` words or, for terse templates 
 `224 unknown`, it repeats at least `near_counter_repeats` times (more than the hundred items of
 a requested list). Step-by-step arithmetic, a table of measurements, a multiplication table or a
 numbered list of different items fail these tests.
+
+When the caller knows the output was cut at the token limit (`at_cut`), a templated tail running
+to the cut is evidence enough whatever its numbers do: `cut_near_repeats` copies of a unit with
+`cut_near_min_words` words ("Step 12: 4800 apples is 9600 apples." ... to the cap).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import numpy as np
 from .config import DetectConfig
 from .normalize import normalize
 from .periodic import find_tail
-from .verdict import LoopVerdict, Span
+from .verdict import LoopVerdict, Span, strength_score
 
 # A slot moves like a counter when this share of its steps equal its most common step.
 _COUNTER_SHARE = 0.75
@@ -41,6 +45,7 @@ def find_near_loop(
     words: np.ndarray,
     config: DetectConfig,
     number_of: NumberReader | None = None,
+    at_cut: bool = False,
 ) -> LoopVerdict | None:
     """A periodic tail modulo volatile tokens (`classes >= 0`), or None.
 
@@ -71,14 +76,17 @@ def find_near_loop(
         return None  # nothing changes: an exact loop, the verbatim tier's business
     repeats = (run + period) // period
     unit_words = int(words[origin[onset] : origin[onset + period]].sum())
-    if number_of is None:
+    if at_cut:
+        needed = config.cut_near_repeats
+        accepted = unit_words >= config.cut_near_min_words
+    elif number_of is None:
+        needed = config.min_repeats
         accepted = unit_words >= config.near_min_words
     else:
-        counters = all(counter_like(values) for values in changing)
-        accepted = counters and (
-            unit_words >= config.near_min_words or repeats >= config.near_counter_repeats
-        )
-    if not accepted:
+        wordy = unit_words >= config.near_min_words
+        needed = config.min_repeats if wordy else config.near_counter_repeats
+        accepted = all(counter_like(values) for values in changing)
+    if not accepted or repeats < needed:
         return None
     start = int(origin[onset])
     return LoopVerdict(
@@ -88,4 +96,6 @@ def find_near_loop(
         period=int(origin[onset + period]) - start,
         repeats=repeats,
         span=Span(start, int(origin[end])),
+        decided_by="near",
+        score=strength_score(repeats / needed),
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from .config import DetectConfig
 from .text import TokenizedText
-from .verdict import LoopKind, LoopVerdict, Span
+from .verdict import LoopKind, LoopVerdict, Span, strength_score
 
 _SENTENCE_END = set(".!?。！？…")
 _CJK_SENTENCE_END = set("。！？")
@@ -126,9 +126,14 @@ def find_recurrent_tail(
 
 
 def cycle_verdict(
-    kind: LoopKind, cycle: Cycle, segments: Sequence[Segment], tokens: TokenizedText
+    kind: LoopKind,
+    cycle: Cycle,
+    segments: Sequence[Segment],
+    tokens: TokenizedText,
+    min_repeats: int,
 ) -> LoopVerdict:
-    """The verdict for a cycle, in the tokens (and characters) of `tokens`."""
+    """The verdict for a cycle, in the tokens (and characters) of `tokens`; `min_repeats` is
+    the number of cycles the tier needed (for the score)."""
     onset = segments[cycle.first].start
     unit_end = segments[cycle.first_repeat].start
     end = segments[cycle.stop - 1].end
@@ -141,6 +146,8 @@ def cycle_verdict(
         repeats=cycle.repeats,
         span=Span(onset, end, char_start, int(tokens.ends[end - 1])),
         evidence=tokens.text[char_start : tokens.char_of(unit_end)],
+        decided_by=kind,
+        score=strength_score(cycle.repeats / min_repeats),
     )
 
 
@@ -151,4 +158,6 @@ def find_segment_loop(tokens: TokenizedText, config: DetectConfig) -> LoopVerdic
         return None
     matches = exact_matches(segments, config.segment_max_cycle)
     cycle = find_recurrent_tail(segments, matches, config.segment_min_repeats, config)
-    return None if cycle is None else cycle_verdict("segment", cycle, segments, tokens)
+    if cycle is None:
+        return None
+    return cycle_verdict("segment", cycle, segments, tokens, config.segment_min_repeats)

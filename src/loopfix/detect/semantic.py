@@ -177,4 +177,6 @@ def find_semantic_loop(tokens: TokenizedText, config: DetectConfig) -> LoopVerdi
         similar = lexical_similar(words, config.lexical_similarity)
     matches = LatestMatches(words, config.semantic_window, similar)
     cycle = find_recurrent_tail(lines, matches, config.semantic_min_repeats, config)
-    return None if cycle is None else cycle_verdict("semantic", cycle, lines, tokens)
+    if cycle is None:
+        return None
+    return cycle_verdict("semantic", cycle, lines, tokens, config.semantic_min_repeats)

@@ -36,6 +36,12 @@ class LoopVerdict:
     `entropy_streak_onset` is the first step of the first run of low-entropy steps (seed 001's
     rule), `top1_trend` the mean top-1 probability per stretch of the loop (first to last) and
     `flywheel` whether it climbs to near 1 (the "confidence flywheel").
+
+    `decided_by` names the evidence that decided a loop (`periodic-tail`, `ngram`, `near-counter`,
+    `flood`, `segment`, `semantic`, with `+cut` when it needed the knowledge that the output was
+    cut at the token limit); `score` in [0, 1] grows with the copies found relative to what the
+    deciding check needs (0.5 exactly at its threshold; docs/detection.md gives the precision
+    observed per score on the held-out corpus).
     """
 
     looping: bool
@@ -45,6 +51,8 @@ class LoopVerdict:
     repeats: int | None = None
     span: Span | None = None
     evidence: str | None = None
+    decided_by: str | None = None
+    score: float | None = None
     entropy_streak_onset: int | None = None
     flywheel: bool | None = None
     top1_trend: tuple[float, ...] | None = None
@@ -72,6 +80,12 @@ class LoopVerdict:
         if fields.get("kind") is not None and fields["kind"] not in LOOP_KINDS:
             raise ValueError(f"unknown loop kind {fields['kind']!r}")
         return cls(**fields)
+
+
+def strength_score(strength: float) -> float:
+    """Score of a loop found `strength` times over its check's threshold (copies found / copies
+    needed): 0.5 at the threshold, approaching 1 as the evidence grows (1 - 2 ** -strength)."""
+    return round(1.0 - 0.5 ** max(0.0, strength), 4)
 
 
 NOT_LOOPING = LoopVerdict.not_looping()

@@ -61,10 +61,14 @@ def judge_loop(
     config: DetectConfig,
     top1: list[float] | None = None,
     entropy: list[float] | None = None,
+    finish_reason: str | None = None,
 ) -> LoopVerdict:
     """The default verdict on one output: all text tiers, positions in the model's tokens when
-    a tokenizer is at hand, early-warning fields from captured per-step statistics."""
-    verdict = detect_text(text, tokenizer if tokens else None, config)
+    a tokenizer is at hand, early-warning fields from captured per-step statistics; an output cut
+    at the token limit (`finish_reason == "length"`) lets a repeated tail running to the cut
+    decide (`cut=True` of `detect_text`)."""
+    cut = None if finish_reason in (None, "error") else finish_reason in ("length", "repetition")
+    verdict = detect_text(text, tokenizer if tokens else None, config, cut=cut)
     if top1 is None and entropy is None:
         return verdict
     warning = detect_tokens(tokens, config, top1=top1, entropies=entropy)

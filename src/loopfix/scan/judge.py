@@ -52,7 +52,13 @@ def judge_generation(
     item = job.prepared.item
     text = _full_text(generation, tokenizer)
     verdict = judge_loop(
-        generation.tokens, text, tokenizer, detect_config, generation.top1, generation.entropy
+        generation.tokens,
+        text,
+        tokenizer,
+        detect_config,
+        generation.top1,
+        generation.entropy,
+        generation.finish_reason,
     )
     meta = _meta(job, generation, verdict)
     meta["paper_loop"] = paper_loop(generation.tokens, text, job.settings.max_new_tokens)
