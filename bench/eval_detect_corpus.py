@@ -1,77 +1,67 @@
-"""Precision and recall of the default loop detector on the labelled corpus, per kind.
+"""Precision and recall of the default loop detector on a labelled corpus, per kind and per score.
 
-    python bench/eval_detect_corpus.py [--corpus tests/data/detect_corpus/corpus.jsonl]
-        [--semantic off|lexical|embedding|auto] [--verbose]
+    python bench/eval_detect_corpus.py [--corpus data/detect_corpus_real/corpus.jsonl]
+        [--split tune|heldout|all] [--no-cut] [--semantic off|lexical|embedding|auto] [--verbose]
 
-Recall per labelled kind: share of that kind's loops flagged (as any kind). Precision per
-detected kind: share of samples flagged with that kind that are loops. Clean samples are hard
-negatives (choruses, tables, long lists, similar code lines, arithmetic, questionnaires, long
-reasoning).
+Recall per labelled kind: share of that kind's loops flagged (as any kind). Precision: share of
+flagged items that are loops. The score table sweeps a threshold on the verdict's score (0 keeps
+every loop verdict: the default operating point). `--no-cut` hides from the detector whether an
+output was cut at the token limit (what a caller without finish_reason gets).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from collections import Counter
 from pathlib import Path
 
-from loopfix.detect import DetectConfig, detect_text
+from loopfix.detect import DetectConfig
+from loopfix.detect.corpus import judge_corpus, read_corpus, score_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
+THRESHOLDS = (0.0, 0.55, 0.6, 0.7, 0.8, 0.9)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--corpus", type=Path, default=ROOT / "tests/data/detect_corpus/corpus.jsonl"
+        "--corpus", type=Path, default=ROOT / "data/detect_corpus_real/corpus.jsonl"
     )
+    parser.add_argument("--split", default="heldout", help="tune, heldout or all")
+    parser.add_argument("--no-cut", action="store_true", help="do not tell the detector cuts")
     parser.add_argument("--semantic", default=None, help="override DetectConfig.semantic")
-    parser.add_argument("--verbose", action="store_true", help="print every sample")
+    parser.add_argument("--verbose", action="store_true", help="print every item")
     args = parser.parse_args()
     config = DetectConfig() if args.semantic is None else DetectConfig(semantic=args.semantic)
 
-    samples = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines()]
-    loops, hits, flagged, true_flags = Counter(), Counter(), Counter(), Counter()
-    errors: list[str] = []
+    items = read_corpus(args.corpus, None if args.split == "all" else args.split)
     started = time.perf_counter()
-    for sample in samples:
-        verdict = detect_text(sample["text"], config=config)
-        is_loop = sample["label"] == "loop"
-        if is_loop:
-            loops[sample["kind"]] += 1
-            hits[sample["kind"]] += verdict.looping
-        if verdict.looping:
-            flagged[verdict.kind] += 1
-            true_flags[verdict.kind] += is_loop
-        if verdict.looping != is_loop:
-            errors.append(
-                f"{'MISSED' if is_loop else 'FALSE '} {sample['id']} ({sample['category']})"
-            )
-        if args.verbose:
-            label = sample["kind"] or "clean"
-            print(
-                f"{sample['id']:24} label={label:9} got={verdict.kind} onset={verdict.onset} "
-                f"period={verdict.period} repeats={verdict.repeats}"
-            )
+    judged = judge_corpus(items, config, use_cut=not args.no_cut)
     seconds = time.perf_counter() - started
-
-    total_loops, total_flags = sum(loops.values()), sum(flagged.values())
+    loops = sum(item.label == "loop" for item in items)
     print(
-        f"corpus: {len(samples)} samples, {total_loops} loops, {len(samples) - total_loops} "
-        f"clean; semantic={config.semantic}; {seconds:.1f} s"
+        f"{args.corpus.name} [{args.split}]: {len(items)} items, {loops} loops, "
+        f"{len(items) - loops} clean; cut {'hidden' if args.no_cut else 'told'}; "
+        f"semantic={config.semantic}; {seconds:.1f} s"
     )
-    print(f"{'kind':10} {'loops':>6} {'recall':>7} {'flagged':>8} {'precision':>10}")
-    for kind in ("verbatim", "near", "segment", "semantic"):
-        recall = hits[kind] / loops[kind] if loops[kind] else float("nan")
-        precision = true_flags[kind] / flagged[kind] if flagged[kind] else float("nan")
-        print(f"{kind:10} {loops[kind]:>6} {recall:>7.3f} {flagged[kind]:>8} {precision:>10.3f}")
-    recall = sum(hits.values()) / total_loops
-    precision = sum(true_flags.values()) / max(1, total_flags)
-    print(f"{'all':10} {total_loops:>6} {recall:>7.3f} {total_flags:>8} {precision:>10.3f}")
-    for line in errors:
-        print(line)
+    scores = score_corpus(judged)
+    print(f"{'kind':10} {'loops':>6} {'found':>6} {'recall':>7}")
+    for kind, (found, count) in scores.recall_by_kind.items():
+        recall = f"{found / count:7.3f}" if count else "      -"
+        print(f"{kind:10} {count:>6} {found:>6} {recall}")
+    print(f"{'threshold':>9} {'flagged':>8} {'precision':>10} {'recall':>7}")
+    for threshold in THRESHOLDS:
+        at = score_corpus(judged, threshold)
+        print(f"{threshold:>9.2f} {at.flagged:>8} {at.precision:>10.3f} {at.recall:>7.3f}")
+    for entry in judged:
+        verdict, item = entry.verdict, entry.item
+        wrong = verdict.looping != (item.label == "loop")
+        if wrong or args.verbose:
+            status = ("MISSED" if item.label == "loop" else "FALSE ") if wrong else "ok    "
+            print(
+                f"{status} {item.id:45} label={item.kind:9} cut={item.cut!s:5} "
+                f"got={verdict.decided_by} score={verdict.score}"
+            )
 
 
 if __name__ == "__main__":

@@ -80,16 +80,20 @@ def split_segments(tokens: TokenizedText, sentences: bool = True) -> list[Segmen
 
 def exact_matches(segments: Sequence[Segment], window: int) -> list[int]:
     """For each segment, the latest earlier segment with the same key within `window` segments
-    (NEW if none, NEUTRAL for segments without words)."""
+    (NEW if none); NEUTRAL for segments without words, except rows of numbers seen for the first
+    time, which are NEW: data rows under a repeated header (a calendar's weekday line, a table
+    header printed per page) are progress, not a cycle."""
     latest: dict[str, int] = {}
     matches: list[int] = []
     for index, segment in enumerate(segments):
-        if segment.words == 0:
-            matches.append(NEUTRAL)
-            continue
         previous = latest.get(segment.key, NEW)
-        matches.append(previous if previous >= 0 and index - previous <= window else NEW)
+        recurs = previous >= 0 and index - previous <= window
         latest[segment.key] = index
+        if segment.words == 0:
+            new_numbers = not recurs and any(ch.isdigit() for ch in segment.key)
+            matches.append(NEW if new_numbers else NEUTRAL)
+        else:
+            matches.append(previous if recurs else NEW)
     return matches
 
 

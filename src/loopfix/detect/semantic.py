@@ -58,7 +58,9 @@ def numbers_agree(first: frozenset[str], second: frozenset[str]) -> bool:
 
 class LatestMatches(Sequence[int]):
     """For each line, the latest earlier line within `window` that `similar` accepts and whose
-    numbers agree (NEW if none); NEUTRAL for lines with too few content words.
+    numbers agree (NEW if none); NEUTRAL for lines with too few content words. A line of numbers
+    only is never a restatement: NEW the first time it appears in the window (a data row), else
+    NEUTRAL, as in the segment tier.
 
     Computed on demand and cached: the cycling-tail test walks back from the end and stops at the
     first stretch of new text, so a text without a loop only pays for its last few lines (which
@@ -83,9 +85,12 @@ class LatestMatches(Sequence[int]):
 
     def _find(self, index: int) -> int:
         own = self._words[index]
+        earlier = range(index - 1, max(-1, index - self._window - 1), -1)
+        if own and all(word.isdigit() for word in own):
+            return NEUTRAL if any(self._words[j] == own for j in earlier) else NEW
         if len(own) < _MIN_CONTENT:
             return NEUTRAL
-        for j in range(index - 1, max(-1, index - self._window - 1), -1):
+        for j in earlier:
             other = self._words[j]
             if len(other) >= _MIN_CONTENT and numbers_agree(own, other) and self._similar(j, index):
                 return j

@@ -1,0 +1,87 @@
+"""Assemble corpus.jsonl from its parts (run from the repository root):
+
+    python data/detect_corpus_real/build.py SCAN_RECORDS.jsonl [...]
+
+Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
+issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
+collect_negatives.py), and loopfix scan records of real models (SmolLM2-135M-Instruct on the
+arith suite, the stargraph testbed), labelled by hand in labels.tsv (id, label, kind, note).
+
+The split is fixed by source, before any tuning: a source group (the issue URL, the file or
+program, or the model and prompt of a scan record) is held out when the first hex digit of
+sha256(group) is even, so one source never lands on both sides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LABEL_RULE = (
+    "loop: a unit (token, phrase, line, block; for near loops the same template with changing "
+    "numbers; for semantic loops the same content reworded) occurs >= 3 times in a row without "
+    "progress, ending at the end of the output (or at the excerpt's end), or >= 10 times in a row "
+    "anywhere; clean: otherwise, including structured text whose rows carry new content"
+)
+
+
+def split_of(group: str) -> str:
+    return "heldout" if int(hashlib.sha256(group.encode()).hexdigest()[0], 16) % 2 == 0 else "tune"
+
+
+def scan_items(paths: list[Path], labels: dict[str, list[str]]) -> list[dict]:
+    items = []
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            settings = record["settings"]
+            model = Path(settings.get("model", str(path.parent))).name
+            model = "smollm2-135m-instruct" if "smollm2" in str(path) else "stargraph"
+            item_id = f"{model}-{record['prompt_id']}-t{settings['temperature']}"
+            if item_id not in labels:
+                continue
+            label, kind, note = labels[item_id]
+            items.append(
+                {
+                    "id": item_id,
+                    "text": record["text"],
+                    "label": label,
+                    "kind": kind,
+                    "cut": record["finish_reason"] == "length",
+                    "source": f"loopfix scan of {model} (suite {record['prompt_id'].rsplit('-', 2)[0]}, "
+                    f"seed {settings.get('seed', 0)}, temperature {settings['temperature']}, "
+                    f"max_new_tokens {settings['max_new_tokens']}); data/detect_corpus_real/README.md",
+                    "group": f"{model}:{record['prompt_id']}",
+                    "category": "model-generation",
+                    "note": note,
+                }
+            )
+    return items
+
+
+def main() -> None:
+    labels = {}
+    for line in (HERE / "labels.tsv").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            item_id, label, kind, note = line.split("\t")
+            labels[item_id] = [label, kind, note]
+    items = []
+    for part in ("issue_excerpts.jsonl", "negatives.jsonl"):
+        for line in (HERE / part).read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            item["group"] = item["source"]
+            items.append(item)
+    items += scan_items([Path(p) for p in sys.argv[1:]], labels)
+    with (HERE / "corpus.jsonl").open("w", encoding="utf-8") as out:
+        for item in items:
+            item["label_rule"] = LABEL_RULE
+            item["split"] = split_of(item.pop("group"))
+            out.write(json.dumps(item, ensure_ascii=False) + "\n")
+    print(f"{len(items)} items")
+
+
+if __name__ == "__main__":
+    main()
