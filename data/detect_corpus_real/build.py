@@ -38,7 +38,6 @@ def scan_items(paths: list[Path], labels: dict[str, list[str]]) -> list[dict]:
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             settings = record["settings"]
-            model = Path(settings.get("model", str(path.parent))).name
             model = "smollm2-135m-instruct" if "smollm2" in str(path) else "stargraph"
             item_id = f"{model}-{record['prompt_id']}-t{settings['temperature']}"
             if item_id not in labels:

@@ -1,6 +1,7 @@
 """Model outputs quoted in public GitHub issue threads, transcribed from the thread text (where the
 quote shows one unit many times, it is rebuilt with the count shown). Writes issue_excerpts.jsonl."""
 import json
+from pathlib import Path
 
 items = []
 
@@ -87,6 +88,20 @@ items.append(dict(id="issue-copilot-1339", text=text, label="loop", kind="near",
 items.append(dict(id="issue-glm5-146", text="Hmm, but complexity: `left-[calc((100vw-72rem)/4+0.375rem)]` — a mouthful but one class with a comment.\n\nHmm hmm hmm. OK — now WHICH: constant 144 @1600, or adaptive calc @1488?",
     label="clean", kind="none", cut=None, source="https://github.com/zai-org/GLM-5/issues/146", category="filler",
     note="filler words in a reasoning trace that keeps progressing: not a loop by the rule"))
+
+# ollama/ollama#2805: a four-letter word flooded with hyphens, with stray misspellings (file: ollama_2805.txt)
+items.append(dict(id="issue-ollama-2805", text=(Path(__file__).parent / "ollama_2805.txt").read_text(), label="loop",
+    kind="verbatim", cut=None, source="https://github.com/ollama/ollama/issues/2805", category="char-collapse",
+    note="model output quoted in the thread (turn 12): 'ISIS-' hundreds of times with 'SIS-'/'IIS-' glitches"))
+# salesforce/CodeT5#105: codet5p-220m, max_new_tokens=60
+items.append(dict(id="issue-codet5-105", text="<pad><extra_id_0>\n" + "    print \"Hello World<extra_id_1>\n" * 8 + "    print",
+    label="loop", kind="verbatim", cut=True, source="https://github.com/salesforce/CodeT5/issues/105", category="special-token",
+    note="a code line ending in a special token, 8 times to max_new_tokens=60"))
+# lm-sys/FastChat#3113: chatglm3-6b poem with stray role markers: not a loop
+items.append(dict(id="issue-fastchat-3113", text="春风轻拂绿意新，|assistant|助时光荏苒。\n|assistant|勤勉不懈怠，|assistant|智慧照万方。",
+    label="clean", kind="none", cut=None, source="https://github.com/lm-sys/FastChat/issues/3113", category="poem",
+    note="a four-line poem with a stray role marker three times; the lines progress"))
+
 with open(__file__.replace(".py", ".jsonl"), "w") as f:
     for it in items:
         f.write(json.dumps(it, ensure_ascii=False) + "\n")

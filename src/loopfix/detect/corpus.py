@@ -54,6 +54,8 @@ def read_corpus(path: Path, split: str | None = None) -> list[CorpusItem]:
             raise ValueError(f"{where}: not JSON ({error.msg})") from None
         if data.get("label") not in _LABELS:
             raise ValueError(f"{where}: field 'label' must be 'loop' or 'clean'")
+        if data["label"] == "clean" and data.get("kind") is None:
+            data["kind"] = "none"
         expected_kinds = LOOP_KINDS if data["label"] == "loop" else ("none",)
         if data.get("kind") not in expected_kinds:
             raise ValueError(f"{where}: field 'kind' must be one of {', '.join(expected_kinds)}")

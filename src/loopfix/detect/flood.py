@@ -6,6 +6,10 @@ corrupted"), or floods a CJK word between stray digits and commas, escapes it. H
 flood when every window of `flood_window` tokens in it holds at most `flood_max_types` distinct
 tokens and at least a quarter of them are words or special tokens (a zero matrix or a table rule
 is wordless and stays clean; `<｜begin▁of▁sentence｜>` to the cap is not).
+
+Character-level collapse hides inside single tokens ("8888888888888888", "aaaaaaaaaaaaaaaaaaaaa"):
+`flood_char_tokens` tokens of letters or digits that each repeat one character at least
+`flood_char_run` times are a flood too (a long number has a run of zeros, not three such runs).
 """
 
 from __future__ import annotations
@@ -62,14 +66,40 @@ def _period(ids: np.ndarray, max_types: int) -> int:
     return max_types
 
 
+def _char_flood(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | None:
+    text, run = tokens.text, config.flood_char_run
+    found = [
+        index
+        for index, (start, end) in enumerate(zip(tokens.starts, tokens.ends, strict=True))
+        if end - start >= run and text[start].isalnum() and text[start:end] == text[start] * (end - start)
+    ]
+    if len(found) < config.flood_char_tokens:
+        return None
+    first, last = found[0], found[-1]
+    period = max(1, (last - first) // (len(found) - 1))
+    char_start = tokens.char_of(first)
+    return LoopVerdict(
+        looping=True,
+        kind="verbatim",
+        onset=first,
+        period=period,
+        repeats=len(found),
+        span=Span(first, last + 1, char_start, int(tokens.ends[last])),
+        evidence=text[char_start : int(tokens.ends[first])],
+        decided_by="flood",
+        score=strength_score(len(found) / config.flood_char_tokens),
+    )
+
+
 def find_flood(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | None:
-    """The first flooded stretch of built-in-segmented text, as a `verbatim` verdict, or None."""
+    """The first flooded stretch of built-in-segmented text, as a `verbatim` verdict (or the
+    character-level flood), or None."""
     ids = tokens.ids
     window = config.flood_window
     flooded = _flooded_windows(ids, content_tokens(tokens), window, config.flood_max_types)
     starts = np.flatnonzero(flooded)
     if not starts.size:
-        return None
+        return _char_flood(tokens, config)
     first = int(starts[0])
     gaps = np.flatnonzero(np.diff(starts) > 1)
     last = int(starts[gaps[0]]) if gaps.size else int(starts[-1])

@@ -10,7 +10,8 @@ numbered list of different items fail these tests.
 
 When the caller knows the output was cut at the token limit (`at_cut`), a templated tail running
 to the cut is evidence enough whatever its numbers do: `cut_near_repeats` copies of a unit with
-`cut_near_min_words` words ("Step 12: 4800 apples is 9600 apples." ... to the cap).
+`cut_near_min_words` words ("Step 12: 4800 apples is 9600 apples." ... to the cap), or
+`wordless_min_repeats` copies of a unit without words ("4 * 2 = 8 * 2 = 16 * 2 = ..." to the cap).
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def find_near_loop(
     repeats = (run + period) // period
     unit_words = int(words[origin[onset] : origin[onset + period]].sum())
     if at_cut:
-        needed = config.cut_near_repeats
-        accepted = unit_words >= config.cut_near_min_words
+        wordy = unit_words >= config.cut_near_min_words
+        needed = config.cut_near_repeats if wordy else config.wordless_min_repeats
+        accepted = True
     elif number_of is None:
         needed = config.min_repeats
         accepted = unit_words >= config.near_min_words
