@@ -65,3 +65,27 @@ def test_paths():
     set_path(data, ("choices", 0, "message", "content"), "new")
     assert data["choices"][0]["message"]["content"] == "new"
     assert path_name(("choices", 0, "message", "content")) == "choices[0].message.content"
+
+
+def test_cut_from_finish_reason(tmp_path):
+    data = tmp_path / "responses.jsonl"
+    lines = [
+        {"id": "r", "text": "a", "finish_reason": "length"},
+        {"id": "s", "text": "b"},
+        {
+            "id": "c",
+            "choices": [
+                {"message": {"reasoning_content": "think", "content": "x"}, "finish_reason": "length"},
+                {"text": "y", "finish_reason": "stop"},
+            ],
+        },
+    ]
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cuts = {item.id: item.cut for item in read_inputs(str(data))}
+    assert cuts == {
+        "r": True,
+        "s": None,
+        "c:choices[0].message.reasoning_content": False,
+        "c:choices[0].message.content": True,
+        "c:choices[1].text": False,
+    }

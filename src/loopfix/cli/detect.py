@@ -71,7 +71,9 @@ def detect_command(
     ] = None,
     decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
 ) -> None:
-    """Find generation loops in model outputs and print id, looping, kind, onset, period, repeats.
+    """Find generation loops in model outputs and print id, looping, kind, onset, period, repeats,
+    the deciding evidence and its score (an OpenAI choice or record with finish_reason "length"
+    counts as cut at the token limit).
 
     Example: loopfix detect outputs.jsonl --field text --json verdicts.jsonl --fail-on-loop
     """
@@ -85,7 +87,7 @@ def detect_command(
         check_output_path(json_out, *([] if path == "-" else [path]))
     table = Table(title=f"loops in {path}")
     table.add_column("id", no_wrap=True)
-    for column in ("looping", "kind", "onset", "period", "repeats"):
+    for column in ("looping", "kind", "onset", "period", "repeats", "decided_by", "score"):
         table.add_column(column, justify="left" if column == "kind" else "right")
     rows: list[dict[str, object]] = []
     unreadable: list[InputError] = []
@@ -93,9 +95,10 @@ def detect_command(
         if isinstance(item, InputError):
             unreadable.append(item)
             continue
-        verdict = detect_text(item.text, config=config)
+        verdict = detect_text(item.text, config=config, cut=item.cut)
         row = {"id": item.id, "looping": verdict.looping, "kind": verdict.kind}
         row.update(onset=verdict.onset, period=verdict.period, repeats=verdict.repeats)
+        row.update(decided_by=verdict.decided_by, score=verdict.score)
         rows.append(row)
         table.add_row(*("" if value is None else str(value) for value in row.values()))
     _report_unreadable(path, unreadable)

@@ -25,12 +25,14 @@ Decoding = Literal["strict", "replace"]
 
 @dataclass(frozen=True)
 class TextInput:
-    """One text to check: its display id, where it sits in its record, and the text."""
+    """One text to check: its display id, where it sits in its record, and the text; `cut` when
+    the record says whether the text was cut at the token limit (`finish_reason`)."""
 
     id: str
     text: str
     line: int | None = None
     path: FieldPath = ()
+    cut: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,17 @@ def record_texts(data: Any, text_field: str) -> list[tuple[FieldPath, str]]:
                 if text is not None:
                     found.append((("choices", index, "message", key), text))
     return found
+
+
+def text_cut(data: Any, path: FieldPath, last_of_choice: bool) -> bool | None:
+    """Whether the text at `path` was cut at the token limit, from the `finish_reason` of its
+    choice (only its last text: a reasoning trace followed by content was not cut) or of the
+    record; None when unknown."""
+    if path[0] == "choices":
+        reason = data["choices"][path[1]].get("finish_reason") if last_of_choice else "stop"
+    else:
+        reason = data.get("finish_reason")
+    return None if not isinstance(reason, str) else reason == "length"
 
 
 def path_name(path: FieldPath) -> str:
@@ -144,9 +157,12 @@ def read_records(
             continue
         record = Record(number, raw, data)
         base = str(data.get("id", number)) if isinstance(data, dict) else str(number)
-        for path, text in record_texts(data, text_field):
+        found = record_texts(data, text_field)
+        for index, (path, text) in enumerate(found):
             label = base if path == (text_field,) else f"{base}:{path_name(path)}"
-            record.texts.append(TextInput(label, text, number, path))
+            last = index + 1 == len(found) or found[index + 1][0][:2] != path[:2]
+            cut = text_cut(data, path, last)
+            record.texts.append(TextInput(label, text, number, path, cut))
         yield record if record.texts else InputError(number, None, _no_text(data, text_field))
 
 
