@@ -105,6 +105,9 @@ def find_flood(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | Non
     last = int(starts[gaps[0]]) if gaps.size else int(starts[-1])
     end = last + window
     period = _period(ids[first:end], config.flood_max_types)
+    # The window may open on a token or two before the unit starts repeating.
+    while first + period < end and ids[first] != ids[first + period]:
+        first += 1
     strength = (end - first) / window
     char_start = tokens.char_of(first)
     return LoopVerdict(
