@@ -43,6 +43,7 @@ def scan_items(paths: list[Path], labels: dict[str, list[str]]) -> list[dict]:
             if item_id not in labels:
                 continue
             label, kind, note = labels[item_id]
+            suite = record["prompt_id"].rsplit("-", 2)[0]
             items.append(
                 {
                     "id": item_id,
@@ -50,9 +51,9 @@ def scan_items(paths: list[Path], labels: dict[str, list[str]]) -> list[dict]:
                     "label": label,
                     "kind": kind,
                     "cut": record["finish_reason"] == "length",
-                    "source": f"loopfix scan of {model} (suite {record['prompt_id'].rsplit('-', 2)[0]}, "
-                    f"seed {settings.get('seed', 0)}, temperature {settings['temperature']}, "
-                    f"max_new_tokens {settings['max_new_tokens']}); data/detect_corpus_real/README.md",
+                    "source": f"loopfix scan of {model} (suite {suite}, seed {settings['seed']}, "
+                    f"temperature {settings['temperature']}, max_new_tokens "
+                    f"{settings['max_new_tokens']}); records in data/detect_corpus_real/scans/",
                     "group": f"{model}:{record['prompt_id']}",
                     "category": "model-generation",
                     "note": note,

@@ -57,7 +57,14 @@ def test_detect_jsonl_with_a_bad_line(app, tmp_path):
         ("loop", True, "verbatim"),
     ]
     assert set(rows[1]) == {
-        "id", "looping", "kind", "onset", "period", "repeats", "decided_by", "score"
+        "id",
+        "looping",
+        "kind",
+        "onset",
+        "period",
+        "repeats",
+        "decided_by",
+        "score",
     }
     assert rows[1]["decided_by"] == "periodic-tail" and rows[1]["score"] > 0.5
     assert rows[1]["repeats"] == 12

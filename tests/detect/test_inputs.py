@@ -75,7 +75,10 @@ def test_cut_from_finish_reason(tmp_path):
         {
             "id": "c",
             "choices": [
-                {"message": {"reasoning_content": "think", "content": "x"}, "finish_reason": "length"},
+                {
+                    "message": {"reasoning_content": "think", "content": "x"},
+                    "finish_reason": "length",
+                },
                 {"text": "y", "finish_reason": "stop"},
             ],
         },

@@ -82,7 +82,9 @@ def _periodic_verdict(
     if words is not None and not _enough_words(verdict, words, config):
         return None
     needed = max(config.min_repeats * period, config.min_span)
-    return replace(verdict, decided_by="periodic-tail", score=strength_score((run + period) / needed))
+    return replace(
+        verdict, decided_by="periodic-tail", score=strength_score((run + period) / needed)
+    )
 
 
 def _near_verdict(
@@ -231,7 +233,9 @@ def detect_text(
         if found is not None:
             return found if tokenizer is None else _in_tokens_of(found, tokens)
     if cut:
-        found = _cut_tiers(builtin.ids, config, np.where(builtin.volatile, 0, -1), builtin.words, builtin)
+        found = _cut_tiers(
+            builtin.ids, config, np.where(builtin.volatile, 0, -1), builtin.words, builtin
+        )
         if found is not None:
             if found.span is not None and found.span.char_start is None:
                 found = _with_text(found, builtin)

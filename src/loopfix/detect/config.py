@@ -80,8 +80,10 @@ class DetectConfig(BaseModel):
         "special token (zero matrices and table rules are wordless).",
     )
     flood_char_run: int = Field(
-        20, ge=2, description="Length of a one-character run inside a token that counts as a "
-        "character-level flood ('8888...', 'aaaa...'; letters and digits only)."
+        20,
+        ge=2,
+        description="Length of a one-character run inside a token that counts as a "
+        "character-level flood ('8888...', 'aaaa...'; letters and digits only).",
     )
     flood_char_tokens: int = Field(
         3, ge=1, description="Tokens with such a run a character-level flood needs."

@@ -64,8 +64,12 @@ def read_corpus(path: Path, split: str | None = None) -> list[CorpusItem]:
         if data.get("cut") not in (True, False, None):
             raise ValueError(f"{where}: field 'cut' must be true, false or null")
         item = CorpusItem(
-            str(data.get("id", number)), data["text"], data["label"], data["kind"],
-            data.get("cut"), str(data.get("split", "")),
+            str(data.get("id", number)),
+            data["text"],
+            data["label"],
+            data["kind"],
+            data.get("cut"),
+            str(data.get("split", "")),
         )
         if split is None or item.split == split:
             items.append(item)

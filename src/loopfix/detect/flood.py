@@ -32,13 +32,18 @@ def content_tokens(tokens: TokenizedText) -> np.ndarray:
     """Words and special tokens (`<|im_end|>`, `<｜begin▁of▁sentence｜>`, `</s>`)."""
     text = tokens.text
     special = np.array(
-        [e - s > 2 and text[s] == "<" and text[e - 1] == ">" for s, e in zip(tokens.starts, tokens.ends, strict=True)],
+        [
+            e - s > 2 and text[s] == "<" and text[e - 1] == ">"
+            for s, e in zip(tokens.starts, tokens.ends, strict=True)
+        ],
         dtype=bool,
     )
     return tokens.words | special
 
 
-def _flooded_windows(ids: np.ndarray, content: np.ndarray, window: int, max_types: int) -> np.ndarray:
+def _flooded_windows(
+    ids: np.ndarray, content: np.ndarray, window: int, max_types: int
+) -> np.ndarray:
     """Whether the window starting at each position is flooded (see the module docstring)."""
     count = len(ids) - window + 1
     flooded = np.zeros(max(count, 0), dtype=bool)
@@ -71,7 +76,9 @@ def _char_flood(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | No
     found = [
         index
         for index, (start, end) in enumerate(zip(tokens.starts, tokens.ends, strict=True))
-        if end - start >= run and text[start].isalnum() and text[start:end] == text[start] * (end - start)
+        if end - start >= run
+        and text[start].isalnum()
+        and text[start:end] == text[start] * (end - start)
     ]
     if len(found) < config.flood_char_tokens:
         return None
@@ -121,4 +128,3 @@ def find_flood(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | Non
         decided_by="flood",
         score=strength_score(strength),
     )
-
