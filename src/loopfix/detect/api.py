@@ -123,6 +123,9 @@ def at_cut_config(config: DetectConfig) -> DetectConfig:
             "wordless_min_repeats": min(
                 config.wordless_min_repeats, config.cut_wordless_min_repeats
             ),
+            "semantic_min_repeats": min(
+                config.semantic_min_repeats, config.cut_semantic_min_repeats
+            ),
         }
     )
 
@@ -141,6 +144,8 @@ def _cut_tiers(
     )
     if verdict is None and tokens is not None and config.segment:
         verdict = find_segment_loop(tokens, relaxed)
+    if verdict is None and tokens is not None:
+        verdict = find_semantic_loop(tokens, relaxed)
     if verdict is None:
         return None
     return replace(verdict, decided_by=f"{verdict.decided_by}+cut")
@@ -226,7 +231,8 @@ def detect_text(
     tiers = (
         (True, find_flood),
         (config.segment, find_segment_loop),
-        (True, find_semantic_loop),
+        # A restatement cycle is the weakest evidence; an output that ended by itself left it.
+        (cut is not False, find_semantic_loop),
     )
     for enabled, tier in tiers:
         found = tier(builtin, config) if enabled else None

@@ -105,6 +105,9 @@ class DetectConfig(BaseModel):
         description="Copies a near loop running to the cut needs, whatever its numbers do (a "
         "templated line with new numbers each time: 'Step 12: 4800 apples is 9600 apples.').",
     )
+    cut_semantic_min_repeats: int = Field(
+        3, ge=2, description="semantic_min_repeats when the output was cut at the token limit."
+    )
     cut_near_min_words: int = Field(
         2, ge=0, description="Words the unit of a near loop running to the cut must hold."
     )
