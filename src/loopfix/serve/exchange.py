@@ -1,0 +1,411 @@
+"""`Exchange`: one proxied generation request, from the upstream's events to the client's chunks.
+
+Steps:
+1. Open the upstream stream (the body without its `loopfix` field, always streamed).
+2. For every event, per choice: feed each text field (`content`, `reasoning_content` or
+   `reasoning`, and `text` for completions) to that part's `PartWatcher`. Under observe the event
+   goes to the client untouched. Under the other actions the part's text is released to the
+   client once it lies more than `holdback_tokens` tokens behind the newest one, so that a loop's
+   repeats can be withheld; a part's held text is released when the next part starts or the
+   choice finishes.
+3. A loop (or the upstream's own finish_reason "repetition") is recorded; then, by action:
+   stop ends the choice after the text before the repeat with finish_reason "repetition";
+   rescue and think-escape (on a reasoning loop) release that text and mark the choice for a
+   continuation. A think-escape of an answer loop stops it.
+4. Once every choice has finished, stopped or awaits a continuation, the upstream request is
+   closed (it stops generating).
+5. Each awaiting choice is continued by `continuation.py`'s request, whose events go through
+   step 2 under the choice's index, until it finishes or its rescue budget is spent.
+The chunks carry the upstream's id, so the client sees one answer per choice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopfix.serve.config import Action, ServeConfig
+from loopfix.serve.continuation import Continuation, continuation_body, in_open_reasoning
+from loopfix.serve.metrics import ServeMetrics
+from loopfix.serve.upstream import Upstream, UpstreamError
+from loopfix.serve.watch import Detection, PartWatcher
+
+# Upstream text fields and the part each belongs to; vLLM renamed reasoning_content to reasoning.
+PART_OF_FIELD = {
+    "content": "content",
+    "text": "content",
+    "reasoning_content": "reasoning",
+    "reasoning": "reasoning",
+}
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class Part:
+    """One watched text of one choice and how much of it the client has."""
+
+    name: str
+    watcher: PartWatcher
+    fields: list[str] = field(default_factory=list)  # upstream field names it arrived under
+    released: int = 0
+    closed: bool = False
+
+
+@dataclass
+class ChoiceState:
+    index: int
+    parts: dict[str, Part] = field(default_factory=dict)
+    finish_reason: str | None = None
+    awaiting: Continuation | None = None
+    rescues: int = 0
+    escaped: bool = False  # a think-escape ended the reasoning: all later text is answer
+
+    @property
+    def settled(self) -> bool:
+        return self.finish_reason is not None or self.awaiting is not None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The settings one request runs under (the server's, overridden by the request)."""
+
+    action: Action
+    max_rescues: int
+    holdback_tokens: int
+
+
+class Exchange:
+    """Runs one request; `chunks()` yields the client's chunks (dicts, in stream order)."""
+
+    def __init__(
+        self,
+        path: str,
+        body: dict[str, Any],
+        policy: Policy,
+        config: ServeConfig,
+        upstream: Upstream,
+        metrics: ServeMetrics,
+    ):
+        self.path = path
+        self.body = body
+        self.policy = policy
+        self.config = config
+        self.upstream = upstream
+        self.metrics = metrics
+        self.chat = path == CHAT_PATH
+        self.choices: dict[int, ChoiceState] = {}
+        self.envelope: dict[str, Any] = {}
+        self.expected_choices = _choice_count(body, self.chat)
+        self.stream: Any = None
+
+    async def open(self) -> None:
+        """Send the request upstream; raises UpstreamError before any chunk exists."""
+        self.stream = await self.upstream.open(self.path, self.body)
+
+    async def close(self) -> None:
+        """End the upstream request (idempotent)."""
+        if self.stream is not None:
+            await self.stream.close()
+
+    async def chunks(self) -> AsyncIterator[dict[str, Any]]:
+        stream = self.stream
+        assert stream is not None, "open() first"
+        try:
+            async for event in stream.events():
+                for chunk in self._event(event):
+                    yield chunk
+                if self._all_settled():
+                    break
+        finally:
+            await stream.close()
+        for state in sorted(self.choices.values(), key=lambda s: s.index):
+            async for chunk in self._continue(state):
+                yield chunk
+
+    # --- step 2: events -------------------------------------------------------------------
+    def _event(self, event: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        if not self.envelope:
+            self.envelope = {
+                key: event[key]
+                for key in ("id", "object", "created", "model", "system_fingerprint")
+                if key in event
+            }
+        choices = event.get("choices") or []
+        outputs = [out for choice in choices for out in self._choice(choice, remap=None)]
+        if self.policy.action == "observe":
+            yield event  # untouched
+        elif outputs:
+            for output in outputs:
+                yield self._chunk(output)
+        elif not choices and "usage" in event:
+            yield event
+
+    def _choice(self, choice: dict[str, Any], remap: tuple[int, str | None] | None) -> list[dict]:
+        """Feed one upstream choice; the client's choice outputs. `remap` = (index, part) for a
+        continuation: its events belong to that choice, its text to that part (None: as sent)."""
+        index = remap[0] if remap else int(choice.get("index", 0))
+        state = self.choices.setdefault(index, ChoiceState(index))
+        if state.settled:
+            return []  # a stopped choice, or one that continues elsewhere
+        delta = choice.get("delta", {}) if self.chat else {"text": choice.get("text")}
+        if not isinstance(delta, dict):
+            delta = {}
+        outputs: list[dict] = []
+        fed: dict[str, str] = {}
+        for name in PART_OF_FIELD:
+            text = delta.get(name)
+            if not isinstance(text, str) or not text or state.settled:
+                continue
+            part_name = remap[1] if remap and remap[1] else PART_OF_FIELD[name]
+            if fed.get(part_name) == text:
+                continue  # the same text under both names of the reasoning field
+            fed[part_name] = text
+            if part_name == "content" and "reasoning" in state.parts:
+                outputs += self._close_part(state, state.parts["reasoning"])
+                if state.settled:
+                    break
+            part = self._part(state, part_name, name if remap is None else None)
+            found = self._feed(part, text)
+            if found is not None:
+                outputs += self._on_loop(state, part, found)
+        observe = self.policy.action == "observe"
+        if not state.settled and not observe:
+            extra = _extra(choice, self.chat, continuation=remap is not None)
+            outputs += self._release_all_parts(state, extra)
+        finish = choice.get("finish_reason")
+        if finish and not state.settled:
+            outputs += self._finish(state, str(finish))
+        return [] if observe else outputs  # under observe the event goes on untouched
+
+    def _feed(self, part: Part, text: str | None) -> Detection | None:
+        """Feed text (None: the part ended) and count the tokens it completed."""
+        before = part.watcher.tokens
+        found = part.watcher.finish() if text is None else part.watcher.feed(text)
+        self.metrics.stream_tokens.labels(part.name).inc(part.watcher.tokens - before)
+        return found
+
+    def _part(self, state: ChoiceState, name: str, field_name: str | None) -> Part:
+        """The choice's part `name`; `field_name` is the upstream field its text came under (None
+        in a continuation: the part keeps the names its first text came under)."""
+        part = state.parts.get(name)
+        if part is None:
+            keep = self.policy.action != "observe"
+            part = Part(name, PartWatcher(self.config.detect, keep_text=keep))
+            state.parts[name] = part
+        if field_name is None and not part.fields:
+            field_name = name if self.chat else "text"
+        if field_name is not None and field_name not in part.fields:
+            part.fields.append(field_name)
+        return part
+
+    def _close_part(self, state: ChoiceState, part: Part) -> list[dict]:
+        if part.closed:
+            return []
+        part.closed = True
+        found = self._feed(part, None)
+        outputs = self._on_loop(state, part, found) if found is not None else []
+        if not state.settled:
+            outputs += self._release(state, part, part.watcher.length)
+        return outputs
+
+    def _finish(self, state: ChoiceState, reason: str) -> list[dict]:
+        outputs: list[dict] = []
+        for part in list(state.parts.values()):
+            outputs += self._close_part(state, part)
+            if state.settled:
+                return outputs
+        if reason == "repetition":
+            last = state.parts.get("content") or next(iter(state.parts.values()), None)
+            self._record_loop("upstream", last.name if last else "content", last, None)
+        elif reason == "length":
+            self.metrics.cuts.inc()
+        return outputs + self._end(state, reason)
+
+    def _end(self, state: ChoiceState, reason: str) -> list[dict]:
+        state.finish_reason = reason
+        for part in state.parts.values():
+            self.metrics.completion_tokens.labels(part.name).observe(part.watcher.tokens)
+        return [self._output(state.index, {}, reason)]
+
+    # --- step 3: loops ----------------------------------------------------------------------
+    def _record_loop(
+        self, kind: str, part_name: str, part: Part | None, found: Detection | None
+    ) -> None:
+        self.metrics.loops.labels(kind, part_name, self.policy.action).inc()
+        onset = found.onset if found is not None else (part.watcher.tokens if part else 0)
+        self.metrics.onset.labels(part_name).observe(onset)
+
+    def _on_loop(self, state: ChoiceState, part: Part, found: Detection) -> list[dict]:
+        self._record_loop(found.kind, part.name, part, found)
+        action = self.policy.action
+        if action == "observe":
+            return []
+        watcher = part.watcher
+        kept = max(found.onset + found.period, _tokens_within(watcher, part.released))
+        keep = watcher.end_of_token(kept - 1) if kept > watcher.first_token else part.released
+        outputs = self._release(state, part, keep)
+        escape = (
+            action == "think-escape" and not state.escaped and self._in_reasoning(state, part, keep)
+        )
+        if (action == "rescue" or escape) and state.rescues < self.policy.max_rescues:
+            banned = _banned_piece(watcher, kept, found.period)
+            watcher.rewind(keep)
+            part.released = keep
+            state.awaiting = Continuation(part.name, banned, escape)
+            return outputs
+        if state.rescues:
+            self.metrics.rescues.labels("looped").inc()
+        return outputs + self._end(state, "repetition")
+
+    def _in_reasoning(self, state: ChoiceState, part: Part, keep: int) -> bool:
+        """Whether the loop lies in reasoning: the reasoning part of a chat, or a completion whose
+        prompt and text end inside an open think block."""
+        if self.chat:
+            return part.name == "reasoning"
+        text = self.prompt_of(state.index) + part.watcher.text[: keep - part.watcher.start]
+        return in_open_reasoning(text, self.config)
+
+    # --- holdback -------------------------------------------------------------------------
+    def _release_all_parts(self, state: ChoiceState, extra: dict) -> list[dict]:
+        """Release what the holdback allows of every open part; `extra` rides on the first."""
+        outputs = []
+        for part in state.parts.values():
+            if part.closed:
+                continue
+            outputs += self._release(state, part, self._held_target(part), extra)
+            extra = {}
+        if extra:
+            outputs.append(self._output(state.index, extra, None))
+        return outputs
+
+    def _held_target(self, part: Part) -> int:
+        watcher, hold = part.watcher, self.policy.holdback_tokens
+        if watcher.tokens <= hold or watcher.tokens - hold - 1 < watcher.first_token:
+            return part.released
+        return max(part.released, watcher.end_of_token(watcher.tokens - hold - 1))
+
+    def _release(
+        self, state: ChoiceState, part: Part, target: int, extra: dict | None = None
+    ) -> list[dict]:
+        if self.policy.action == "observe":
+            return []
+        watcher = part.watcher
+        text = watcher.text[part.released - watcher.start : target - watcher.start]
+        part.released = max(part.released, target)
+        if self.policy.action == "stop":
+            watcher.forget(part.released)  # never resent: bounded memory
+        if not text and not extra:
+            return []
+        delta = dict(extra or {})
+        if text:
+            for name in part.fields:
+                delta[name] = text
+        return [self._output(state.index, delta, None)]
+
+    # --- output ---------------------------------------------------------------------------
+    def _output(self, index: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        if self.chat:
+            return {
+                "index": index,
+                "delta": delta,
+                "logprobs": delta.pop("logprobs", None),
+                "finish_reason": finish,
+            }
+        return {
+            "index": index,
+            "text": delta.get("text", ""),
+            "logprobs": delta.get("logprobs"),
+            "finish_reason": finish,
+        }
+
+    def _chunk(self, output: dict[str, Any]) -> dict[str, Any]:
+        envelope = self.envelope or {"id": "loopfix", "created": int(time.time()), "model": ""}
+        default = "chat.completion.chunk" if self.chat else "text_completion"
+        return {**envelope, "object": envelope.get("object", default), "choices": [output]}
+
+    def _all_settled(self) -> bool:
+        return len(self.choices) >= self.expected_choices and all(
+            state.settled for state in self.choices.values()
+        )
+
+    def prompt_of(self, index: int) -> str:
+        """The completions prompt choice `index` answers ("" for chat)."""
+        prompt = self.body.get("prompt", "")
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
+            return str(prompt[min(index // max(1, int(self.body.get("n") or 1)), len(prompt) - 1)])
+        return prompt if isinstance(prompt, str) else ""
+
+    # --- step 5: continuations ------------------------------------------------------------
+    async def _continue(self, state: ChoiceState) -> AsyncIterator[dict[str, Any]]:
+        while state.awaiting is not None:
+            plan, state.awaiting = state.awaiting, None
+            state.rescues += 1
+            if plan.escape:
+                state.escaped = True
+                if not self.chat:  # the marker is part of a completion's text
+                    yield self._chunk(
+                        self._output(state.index, {"text": self.config.think_end}, None)
+                    )
+            try:
+                body = await continuation_body(self, state, plan)
+                stream = await self.upstream.open(self.path, body)
+            except UpstreamError:
+                self.metrics.rescues.labels("failed").inc()
+                for output in self._end(state, "repetition"):
+                    yield self._chunk(output)
+                return
+            part = "content" if plan.escape or plan.part == "content" or not self.chat else None
+            try:
+                async for event in stream.events():
+                    for choice in event.get("choices") or []:
+                        for output in self._choice(choice, remap=(state.index, part)):
+                            yield self._chunk(output)
+                    if state.settled:
+                        break
+            finally:
+                await stream.close()
+            if state.finish_reason is None and state.awaiting is None:
+                for output in self._finish(state, "stop"):  # the upstream ended without a reason
+                    yield self._chunk(output)
+            if state.awaiting is None and state.finish_reason != "repetition":
+                self.metrics.rescues.labels("finished").inc()
+            elif state.awaiting is not None:
+                self.metrics.rescues.labels("looped").inc()
+
+
+def _extra(choice: dict[str, Any], chat: bool, continuation: bool) -> dict[str, Any]:
+    """The non-text fields of a choice's delta (role, tool calls, logprobs) to pass on; a
+    continuation's role is not repeated."""
+    delta = choice.get("delta") if chat else None
+    skip = {*PART_OF_FIELD, "role"} if continuation else set(PART_OF_FIELD)
+    extra = {k: v for k, v in delta.items() if k not in skip} if isinstance(delta, dict) else {}
+    if choice.get("logprobs") is not None:
+        extra["logprobs"] = choice["logprobs"]
+    return extra
+
+
+def _tokens_within(watcher: PartWatcher, chars: int) -> int:
+    """Tokens that end at or before character `chars`."""
+    count = watcher.first_token
+    while count < watcher.tokens and watcher.end_of_token(count) <= chars:
+        count += 1
+    return count
+
+
+def _banned_piece(watcher: PartWatcher, kept: int, period: int) -> str:
+    """The text of the loop's next token after `kept` tokens (with its leading whitespace): the
+    token itself when it was generated, else the one a period earlier (the tail is periodic)."""
+    index = kept
+    while index >= watcher.tokens:
+        index -= period
+    start = watcher.end_of_token(index - 1) if index > watcher.first_token else watcher.start
+    return watcher.text[start - watcher.start : watcher.end_of_token(index) - watcher.start]
+
+
+def _choice_count(body: dict[str, Any], chat: bool) -> int:
+    n = body.get("n") or 1
+    prompts = body.get("prompt")
+    many = not chat and isinstance(prompts, list) and prompts and isinstance(prompts[0], str)
+    return int(n) * (len(prompts) if many else 1)  # type: ignore[arg-type]
