@@ -244,6 +244,7 @@ class Exchange:
             return []
         watcher = part.watcher
         kept = max(found.onset + found.period, _tokens_within(watcher, part.released))
+        kept = _at_sentence_end(watcher, kept, found.period)
         keep = watcher.end_of_token(kept - 1) if kept > watcher.first_token else part.released
         outputs = self._release(state, part, keep)
         escape = (
@@ -394,14 +395,32 @@ def _tokens_within(watcher: PartWatcher, chars: int) -> int:
     return count
 
 
+_SENTENCE_ENDS = (".", "!", "?", "\n", "。")
+
+
+def _at_sentence_end(watcher: PartWatcher, kept: int, period: int) -> int:
+    """Move the cut up to a period of tokens later so the kept text ends a sentence: a unit
+    found as ". We go ... again" is kept as "We go ... again." (any rotation of the unit is
+    the same loop), and the repeat's banned token starts a sentence."""
+    for end in range(kept, min(kept + period, watcher.tokens)):
+        if _piece(watcher, end - 1).rstrip(" \t").endswith(_SENTENCE_ENDS):
+            return end
+    return kept
+
+
+def _piece(watcher: PartWatcher, index: int) -> str:
+    """Token `index` with the whitespace before it."""
+    start = watcher.end_of_token(index - 1) if index > watcher.first_token else watcher.start
+    return watcher.text[start - watcher.start : watcher.end_of_token(index) - watcher.start]
+
+
 def _banned_piece(watcher: PartWatcher, kept: int, period: int) -> str:
     """The text of the loop's next token after `kept` tokens (with its leading whitespace): the
     token itself when it was generated, else the one a period earlier (the tail is periodic)."""
     index = kept
     while index >= watcher.tokens:
         index -= period
-    start = watcher.end_of_token(index - 1) if index > watcher.first_token else watcher.start
-    return watcher.text[start - watcher.start : watcher.end_of_token(index) - watcher.start]
+    return _piece(watcher, index)
 
 
 def _choice_count(body: dict[str, Any], chat: bool) -> int:

@@ -1,0 +1,160 @@
+"""The four actions through a real proxy in front of the scripted upstream, streamed and not,
+chat and completions, n > 1; the per-request override; legitimate repetition untouched."""
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from loopfix.serve import ServeConfig
+
+from .proxy import finish_reasons, metric, running_proxy, stream_events, texts
+from .scripted_upstream import (
+    ANSWER,
+    CONTINUATION,
+    INTRO,
+    LOOP_UNIT,
+    NUMBERED_LIST,
+    TABLE,
+    ScriptedUpstream,
+)
+
+CHAT = "/v1/chat/completions"
+MESSAGES = [{"role": "user", "content": "Find the path."}]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ScriptedUpstream]:
+    with ScriptedUpstream() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: ScriptedUpstream) -> Iterator[str]:
+    with running_proxy(ServeConfig(upstream=upstream.url, action="observe")) as url:
+        yield url
+
+
+def chat(model: str, action: str | None = None, **extra: object) -> dict:
+    body: dict = {"model": model, "messages": MESSAGES, "max_tokens": 4000, **extra}
+    if action is not None:
+        body["loopfix"] = {"action": action}
+    return body
+
+
+def metrics(proxy: str) -> str:
+    return httpx.get(proxy + "/metrics").text
+
+
+def test_observe_passes_a_loop_through_untouched_and_counts_it(proxy: str) -> None:
+    before = metric(metrics(proxy), "loopfix_loops_detected_total", kind="verbatim",
+                    part="content", action="observe")
+    events = stream_events(proxy + CHAT, chat("loop"))
+    assert texts(events) == INTRO + LOOP_UNIT * 150
+    assert finish_reasons(events) == ["length"]
+    after = metrics(proxy)
+    assert metric(after, "loopfix_loops_detected_total", kind="verbatim", part="content",
+                  action="observe") == before + 1
+    assert metric(after, "loopfix_cut_total") >= 1
+
+
+def test_stop_ends_the_stream_before_the_repeat_and_closes_the_upstream(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    events = stream_events(proxy + CHAT, chat("loop", "stop"))
+    record = upstream.last()
+    assert "loopfix" not in record.body  # the override is stripped before forwarding
+    assert finish_reasons(events) == ["repetition"]
+    text = texts(events)
+    # The loop is withheld: the client gets the text before its first repeat.
+    assert (INTRO + LOOP_UNIT).startswith(text) and len(text) > len(INTRO)
+    assert record.finished.wait(10) and record.disconnected  # the upstream saw the hang-up
+    assert record.chunks < 200 < 150 * 11  # it stopped generating long before the script ended
+    assert len({event["id"] for event in events}) == 1
+
+
+def test_stop_without_streaming_answers_one_message(proxy: str) -> None:
+    reply = httpx.post(proxy + CHAT, json=chat("loop", "stop"), timeout=30).json()
+    choice = reply["choices"][0]
+    assert choice["finish_reason"] == "repetition"
+    assert (INTRO + LOOP_UNIT).startswith(choice["message"]["content"])
+    assert reply["object"] == "chat.completion"
+
+
+@pytest.mark.parametrize(("model", "expected"), [("table", TABLE), ("list", NUMBERED_LIST)])
+def test_legitimate_repetition_passes_through_stop_untouched(
+    proxy: str, model: str, expected: str
+) -> None:
+    events = stream_events(proxy + CHAT, chat(model, "stop"))
+    assert texts(events) == expected
+    assert finish_reasons(events) == ["stop"]
+    reply = httpx.post(proxy + "/v1/completions", json={"model": model, "prompt": "x",
+                                                        "loopfix": {"action": "stop"}}).json()
+    assert reply["choices"][0]["text"] == expected
+
+
+def test_rescue_continues_a_chat_from_the_text_before_the_repeat(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    events = stream_events(proxy + CHAT, chat("loop", "rescue"))
+    continuation = upstream.last()
+    assert continuation.body["continue_final_message"] is True
+    assert continuation.body["add_generation_prompt"] is False
+    kept = continuation.body["messages"][-1]
+    # The kept text holds the loop's unit once and ends a sentence.
+    assert kept == {"role": "assistant", "content": INTRO + LOOP_UNIT}
+    # The banned token is the repeat's first word, as the upstream tokenizes it.
+    banned = upstream.token_ids(LOOP_UNIT)[0]
+    assert continuation.body["logit_bias"] == {str(banned): -100.0}
+    assert continuation.body["max_tokens"] == 4000 - len(upstream.token_ids(kept["content"]))
+    # The client sees one answer: the kept text, then the continuation, under one id.
+    assert texts(events) == kept["content"] + CONTINUATION
+    assert finish_reasons(events) == ["stop"]
+    assert len({event["id"] for event in events}) == 1
+    assert metric(metrics(proxy), "loopfix_rescues_total", outcome="finished") >= 1
+
+
+def test_rescue_of_a_completion_continues_from_prompt_and_text(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    body = {"model": "loop", "prompt": "Q: path? A:", "loopfix": {"action": "rescue"}}
+    reply = httpx.post(proxy + "/v1/completions", json=body, timeout=30).json()
+    continuation = upstream.last().body
+    kept = continuation["prompt"].removeprefix("Q: path? A:")
+    assert continuation["prompt"].startswith("Q: path? A:") and kept.startswith(INTRO)
+    assert reply["choices"][0]["text"] == kept + CONTINUATION
+    assert reply["choices"][0]["finish_reason"] == "stop"
+
+
+def test_think_escape_ends_a_looping_reasoning_and_lets_the_answer_start(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    events = stream_events(proxy + CHAT, chat("think-loop", "think-escape"))
+    continuation = upstream.last().body
+    prefix = continuation["messages"][-1]["content"]
+    reasoning = texts(events, "reasoning_content")
+    assert prefix == "<think>\n" + reasoning + "\n</think>\n\n"
+    assert (INTRO + LOOP_UNIT).startswith(reasoning)
+    assert "logit_bias" not in continuation  # the marker changes the context; nothing banned
+    assert texts(events) == CONTINUATION  # the answer
+    assert finish_reasons(events) == ["stop"]
+
+
+def test_n_choices_are_watched_one_by_one(proxy: str) -> None:
+    events = stream_events(proxy + CHAT, chat("loop-mixed", "stop", n=2))
+    assert finish_reasons(events, 0) == ["repetition"]
+    assert finish_reasons(events, 1) == ["stop"]
+    assert texts(events, index=1) == ANSWER
+
+
+def test_an_upstream_repetition_finish_counts_as_a_loop(proxy: str) -> None:
+    before = metric(metrics(proxy), "loopfix_loops_detected_total", kind="upstream")
+    events = stream_events(proxy + CHAT, chat("repetition"))
+    assert finish_reasons(events) == ["repetition"]
+    assert metric(metrics(proxy), "loopfix_loops_detected_total", kind="upstream") == before + 1
+
+
+def test_a_bad_loopfix_field_is_a_400_naming_it(proxy: str) -> None:
+    reply = httpx.post(proxy + CHAT, json={**chat("loop"), "loopfix": {"action": "explode"}})
+    assert reply.status_code == 400
+    assert reply.json()["error"]["message"].startswith("loopfix.action")
