@@ -47,14 +47,23 @@ def metrics(proxy: str) -> str:
 
 
 def test_observe_passes_a_loop_through_untouched_and_counts_it(proxy: str) -> None:
-    before = metric(metrics(proxy), "loopfix_loops_detected_total", kind="verbatim",
-                    part="content", action="observe")
+    before = metric(
+        metrics(proxy),
+        "loopfix_loops_detected_total",
+        kind="verbatim",
+        part="content",
+        action="observe",
+    )
     events = stream_events(proxy + CHAT, chat("loop"))
     assert texts(events) == INTRO + LOOP_UNIT * 150
     assert finish_reasons(events) == ["length"]
     after = metrics(proxy)
-    assert metric(after, "loopfix_loops_detected_total", kind="verbatim", part="content",
-                  action="observe") == before + 1
+    assert (
+        metric(
+            after, "loopfix_loops_detected_total", kind="verbatim", part="content", action="observe"
+        )
+        == before + 1
+    )
     assert metric(after, "loopfix_cut_total") >= 1
 
 
@@ -88,8 +97,10 @@ def test_legitimate_repetition_passes_through_stop_untouched(
     events = stream_events(proxy + CHAT, chat(model, "stop"))
     assert texts(events) == expected
     assert finish_reasons(events) == ["stop"]
-    reply = httpx.post(proxy + "/v1/completions", json={"model": model, "prompt": "x",
-                                                        "loopfix": {"action": "stop"}}).json()
+    reply = httpx.post(
+        proxy + "/v1/completions",
+        json={"model": model, "prompt": "x", "loopfix": {"action": "stop"}},
+    ).json()
     assert reply["choices"][0]["text"] == expected
 
 
