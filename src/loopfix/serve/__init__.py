@@ -1,7 +1,12 @@
 """`loopfix serve`: an OpenAI-compatible proxy that watches every stream for loops, observes,
-stops, rescues or think-escapes them, and exports Prometheus metrics (docs/serve.md)."""
+stops, rescues or think-escapes them, and exports Prometheus metrics (docs/serve.md).
 
-from loopfix.serve.app import create_app, run
+`create_app` and `run` load the web stack (the `serve` extra) on first use, so the settings and
+the watcher import without it.
+"""
+
+from typing import Any
+
 from loopfix.serve.config import ACTIONS, Action, RequestOptions, ServeConfig, build_config
 from loopfix.serve.watch import Detection, PartWatcher
 
@@ -16,3 +21,11 @@ __all__ = [
     "create_app",
     "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("create_app", "run"):
+        from loopfix.serve import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'loopfix.serve' has no attribute {name!r}")
