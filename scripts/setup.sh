@@ -2,7 +2,8 @@
 # Create (or reuse) .venv inside the checkout and install loopfix into it.
 #   bash scripts/setup.sh          runtime only
 #   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray,
-#                                  semantic and search (optuna) extras, Chromium (report
+#                                  semantic, search (optuna) and serve (FastAPI, uvicorn,
+#                                  prometheus-client) extras, Chromium (report
 #                                  rendering) and the separate .venv-vllm (vLLM for CPU;
 #                                  LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
@@ -29,7 +30,7 @@ if [ "$dev" = false ]; then
   exit 0
 fi
 
-.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search]"
+.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search,serve]"
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi

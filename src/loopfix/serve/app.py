@@ -140,7 +140,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             )
         metrics.active_streams.inc()
         try:
-            chunks = [chunk async for chunk in exchange.chunks()]
+            chunks = [chunk async for chunk, _ in exchange.chunks()]
         except UpstreamError as error:
             return _failed(metrics, path, policy, error)
         finally:
@@ -202,8 +202,8 @@ async def _events(exchange: Exchange, metrics: ServeMetrics, path: str) -> Async
     metrics.active_streams.inc()
     status = "200"
     try:
-        async for chunk in exchange.chunks():
-            yield f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n"
+        async for _, text in exchange.chunks():
+            yield f"data: {text}\n\n"
     except UpstreamError as error:
         status = str(error.status)
         yield f"data: {json.dumps(error.body())}\n\n"

@@ -21,6 +21,7 @@ The chunks carry the upstream's id, so the client sees one answer per choice.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ PART_OF_FIELD = {
     "reasoning": "reasoning",
 }
 CHAT_PATH = "/v1/chat/completions"
+Chunk = tuple[dict[str, Any], str]  # a chunk for the client and its JSON text
 
 
 @dataclass
@@ -109,12 +111,14 @@ class Exchange:
         if self.stream is not None:
             await self.stream.close()
 
-    async def chunks(self) -> AsyncIterator[dict[str, Any]]:
+    async def chunks(self) -> AsyncIterator[Chunk]:
+        """The client's chunks, each with its JSON text (an observed upstream event keeps the
+        text it came with: nothing is re-encoded)."""
         stream = self.stream
         assert stream is not None, "open() first"
         try:
-            async for event in stream.events():
-                for chunk in self._event(event):
+            async for event, data in stream.events():
+                for chunk in self._event(event, data):
                     yield chunk
                 if self._all_settled():
                     break
@@ -125,7 +129,7 @@ class Exchange:
                 yield chunk
 
     # --- step 2: events -------------------------------------------------------------------
-    def _event(self, event: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _event(self, event: dict[str, Any], data: str) -> Iterator[Chunk]:
         if not self.envelope:
             self.envelope = {
                 key: event[key]
@@ -135,12 +139,12 @@ class Exchange:
         choices = event.get("choices") or []
         outputs = [out for choice in choices for out in self._choice(choice, remap=None)]
         if self.policy.action == "observe":
-            yield event  # untouched
+            yield event, data  # untouched
         elif outputs:
             for output in outputs:
                 yield self._chunk(output)
         elif not choices and "usage" in event:
-            yield event
+            yield event, data
 
     def _choice(self, choice: dict[str, Any], remap: tuple[int, str | None] | None) -> list[dict]:
         """Feed one upstream choice; the client's choice outputs. `remap` = (index, part) for a
@@ -321,10 +325,11 @@ class Exchange:
             "finish_reason": finish,
         }
 
-    def _chunk(self, output: dict[str, Any]) -> dict[str, Any]:
+    def _chunk(self, output: dict[str, Any]) -> Chunk:
         envelope = self.envelope or {"id": "loopfix", "created": int(time.time()), "model": ""}
         default = "chat.completion.chunk" if self.chat else "text_completion"
-        return {**envelope, "object": envelope.get("object", default), "choices": [output]}
+        chunk = {**envelope, "object": envelope.get("object", default), "choices": [output]}
+        return chunk, json.dumps(chunk, separators=(",", ":"))
 
     def _all_settled(self) -> bool:
         return len(self.choices) >= self.expected_choices and all(
@@ -339,7 +344,7 @@ class Exchange:
         return prompt if isinstance(prompt, str) else ""
 
     # --- step 5: continuations ------------------------------------------------------------
-    async def _continue(self, state: ChoiceState) -> AsyncIterator[dict[str, Any]]:
+    async def _continue(self, state: ChoiceState) -> AsyncIterator[Chunk]:
         while state.awaiting is not None:
             plan, state.awaiting = state.awaiting, None
             state.rescues += 1
@@ -359,7 +364,7 @@ class Exchange:
                 return
             part = "content" if plan.escape or plan.part == "content" or not self.chat else None
             try:
-                async for event in stream.events():
+                async for event, _ in stream.events():
                     for choice in event.get("choices") or []:
                         for output in self._choice(choice, remap=(state.index, part)):
                             yield self._chunk(output)

@@ -52,7 +52,8 @@ class UpstreamStream:
         self._response = response
         self._metrics = metrics
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
+    async def events(self) -> AsyncIterator[tuple[dict[str, Any], str]]:
+        """Each event as (parsed, its JSON text as sent)."""
         try:
             async for line in self._response.aiter_lines():
                 if not line.startswith("data:"):
@@ -68,7 +69,7 @@ class UpstreamStream:
                 if not isinstance(event, dict):
                     self._metrics.upstream_errors.labels("protocol").inc()
                     raise UpstreamError(502, "upstream sent an event that is not an object")
-                yield event
+                yield event, data
         except httpx.TimeoutException:
             self._metrics.upstream_errors.labels("timeout").inc()
             raise UpstreamError(504, "upstream timed out in the middle of a stream") from None
