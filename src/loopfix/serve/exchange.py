@@ -125,6 +125,8 @@ class Exchange:
         finally:
             await stream.close()
         for state in sorted(self.choices.values(), key=lambda s: s.index):
+            for output in self._drain(state):
+                yield self._chunk(output)
             async for chunk in self._continue(state):
                 yield chunk
 
@@ -212,6 +214,15 @@ class Exchange:
         outputs = self._on_loop(state, part, found) if found is not None else []
         if not state.settled:
             outputs += self._release(state, part, part.watcher.length)
+        return outputs
+
+    def _drain(self, state: ChoiceState) -> list[dict]:
+        """A stream ended without finishing the choice: release what it holds (nothing is
+        lost), without inventing a finish reason."""
+        outputs: list[dict] = []
+        for part in list(state.parts.values()):
+            if not state.settled and self.policy.action != "observe":
+                outputs += self._close_part(state, part)
         return outputs
 
     def _finish(self, state: ChoiceState, reason: str) -> list[dict]:
@@ -372,9 +383,8 @@ class Exchange:
                         break
             finally:
                 await stream.close()
-            if state.finish_reason is None and state.awaiting is None:
-                for output in self._finish(state, "stop"):  # the upstream ended without a reason
-                    yield self._chunk(output)
+            for output in self._drain(state):
+                yield self._chunk(output)
             if state.awaiting is None and state.finish_reason != "repetition":
                 self.metrics.rescues.labels("finished").inc()
             elif state.awaiting is not None:
