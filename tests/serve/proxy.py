@@ -77,11 +77,11 @@ def finish_reasons(events: list[dict[str, Any]], index: int = 0) -> list[str]:
 
 
 def metric(metrics_text: str, name: str, **labels: str) -> float:
-    """The value of one sample of the /metrics text (0 when absent)."""
+    """The value of the sample with exactly these labels in a /metrics text (0 when absent)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+            if sample.name == name and sample.labels == labels:
                 return float(sample.value)
     return 0.0

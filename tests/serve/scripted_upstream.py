@@ -2,14 +2,15 @@
 server-sent events from scripts chosen by the request's `model`, one word per chunk, and
 records every request body, how many chunks it wrote and whether the client hung up.
 
-Scripts (per choice index; choice 1 of a `-mixed` model answers cleanly):
+Scripts (per choice index; choice 1 of a `-mixed` model answers cleanly; an `-opaque` model has
+no /tokenize):
 - `loop`: an introduction, then one sentence repeated until 150 copies (a loop at greedy);
 - `table`: a markdown table with 40 distinct rows; `list`: a numbered list of 100 distinct items;
 - `think-loop`: `reasoning_content` that loops, then an answer (reached only if nobody stops it);
 - `repetition`: a short text ended with vLLM's finish_reason "repetition";
 - `slow`: headers only after 3 s; `broken`: an event that is not JSON.
-A request that continues an answer (`continue_final_message`, or a completions `logit_bias`)
-gets `CONTINUATION`. POST /tokenize returns one id per whitespace-led word.
+A request that continues an answer (`continue_final_message`, or a prompt holding an answer's
+text) gets `CONTINUATION`. POST /tokenize returns one id per whitespace-led word.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def words(text: str) -> list[str]:
 
 def script(model: str, choice: int) -> tuple[list[tuple[str, str]], str]:
     """(field, text) chunks and the finish reason of `model`'s answer for `choice`."""
-    base = model.removesuffix("-mixed")
+    base = model.removesuffix("-mixed").removesuffix("-opaque")
     if model.endswith("-mixed") and choice == 1:
         base = "clean"
     if base == "loop":
@@ -103,7 +104,8 @@ class ScriptedUpstream:
 
 
 def _continuing(body: dict[str, Any]) -> bool:
-    return bool(body.get("continue_final_message")) or "logit_bias" in body
+    """A continuation: chat's continue_final_message, or a prompt that resends an answer."""
+    return bool(body.get("continue_final_message")) or INTRO in str(body.get("prompt", ""))
 
 
 def _events(body: dict[str, Any], chat: bool) -> Iterator[dict[str, Any]]:
@@ -159,7 +161,10 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length))
             if self.path == "/tokenize":
-                self._json(200, {"tokens": upstream.token_ids(body["prompt"])})
+                if str(body.get("model")).endswith("-opaque"):
+                    self._json(404, {"error": {"message": "no /tokenize here"}})
+                else:
+                    self._json(200, {"tokens": upstream.token_ids(body["prompt"])})
                 return
             record = Record(self.path, body, dict(self.headers))
             upstream.records.append(record)

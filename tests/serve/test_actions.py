@@ -159,13 +159,56 @@ def test_n_choices_are_watched_one_by_one(proxy: str) -> None:
 
 
 def test_an_upstream_repetition_finish_counts_as_a_loop(proxy: str) -> None:
-    before = metric(metrics(proxy), "loopfix_loops_detected_total", kind="upstream")
+    labels = {"kind": "upstream", "part": "content", "action": "observe"}
+    before = metric(metrics(proxy), "loopfix_loops_detected_total", **labels)
     events = stream_events(proxy + CHAT, chat("repetition"))
     assert finish_reasons(events) == ["repetition"]
-    assert metric(metrics(proxy), "loopfix_loops_detected_total", kind="upstream") == before + 1
+    assert metric(metrics(proxy), "loopfix_loops_detected_total", **labels) == before + 1
 
 
 def test_a_bad_loopfix_field_is_a_400_naming_it(proxy: str) -> None:
     reply = httpx.post(proxy + CHAT, json={**chat("loop"), "loopfix": {"action": "explode"}})
     assert reply.status_code == 400
     assert reply.json()["error"]["message"].startswith("loopfix.action")
+
+
+def test_reasoning_is_watched_apart_from_the_answer(proxy: str) -> None:
+    labels = {"kind": "verbatim", "part": "reasoning", "action": "observe"}
+    before = metric(metrics(proxy), "loopfix_loops_detected_total", **labels)
+    events = stream_events(proxy + CHAT, chat("think-loop"))
+    assert texts(events) == ANSWER and texts(events, "reasoning_content").endswith(LOOP_UNIT)
+    assert metric(metrics(proxy), "loopfix_loops_detected_total", **labels) == before + 1
+
+
+def test_think_escape_of_a_completion_writes_the_marker_into_the_text(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    body = {"model": "loop", "prompt": "Q: path?\n<think>\n", "loopfix": {"action": "think-escape"}}
+    reply = httpx.post(proxy + "/v1/completions", json=body, timeout=30).json()
+    prompt = upstream.last().body["prompt"]
+    kept = prompt.removeprefix("Q: path?\n<think>\n").removesuffix("\n</think>\n\n")
+    assert prompt.endswith("\n</think>\n\n") and kept == INTRO + LOOP_UNIT
+    assert reply["choices"][0]["text"] == kept + "\n</think>\n\n" + CONTINUATION
+
+
+def test_a_rescue_the_upstream_cannot_continue_stops_the_choice(proxy: str) -> None:
+    before = metric(metrics(proxy), "loopfix_rescues_total", outcome="failed")
+    events = stream_events(proxy + CHAT, chat("loop-opaque", "rescue"))
+    assert finish_reasons(events) == ["repetition"]
+    assert (INTRO + LOOP_UNIT).startswith(texts(events))
+    assert metric(metrics(proxy), "loopfix_rescues_total", outcome="failed") == before + 1
+
+
+def test_without_holdback_the_client_sees_the_repeats_that_were_found(proxy: str) -> None:
+    body = {**chat("loop"), "loopfix": {"action": "stop", "holdback_tokens": 0}}
+    events = stream_events(proxy + CHAT, body)
+    assert finish_reasons(events) == ["repetition"]
+    text = texts(events)
+    assert text.startswith(INTRO + LOOP_UNIT * 3) and (INTRO + LOOP_UNIT * 150).startswith(text)
+
+
+def test_a_non_streamed_answer_has_every_choice_and_the_usage(proxy: str) -> None:
+    reply = httpx.post(proxy + CHAT, json=chat("table-mixed", n=2), timeout=30).json()
+    assert [c["message"]["content"] for c in reply["choices"]] == [TABLE, ANSWER]
+    assert [c["finish_reason"] for c in reply["choices"]] == ["stop", "stop"]
+    assert reply["usage"]["completion_tokens"] == 9  # the scripted upstream's usage event

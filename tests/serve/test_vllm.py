@@ -75,7 +75,8 @@ def test_observe_is_untouched_and_stop_ends_a_real_loop(proxy: str, looping: tup
     assert direct.startswith(text)
     assert len(split_text(text)) == loop.onset + loop.period  # the unit once, no repeat
     metrics = httpx.get(proxy + "/metrics").text
-    assert metric(metrics, "loopfix_loops_detected_total", action="stop", part="content") >= 1
+    labels = {"kind": "verbatim", "part": "content", "action": "stop"}
+    assert metric(metrics, "loopfix_loops_detected_total", **labels) >= 1
 
 
 def test_rescue_continues_with_the_repeat_banned(proxy: str, looping: tuple) -> None:

@@ -63,6 +63,7 @@ class ChoiceState:
     awaiting: Continuation | None = None
     rescues: int = 0
     escaped: bool = False  # a think-escape ended the reasoning: all later text is answer
+    intervened: bool = False  # the proxy stopped the choice or continues it elsewhere
 
     @property
     def settled(self) -> bool:
@@ -265,6 +266,7 @@ class Exchange:
         escape = (
             action == "think-escape" and not state.escaped and self._in_reasoning(state, part, keep)
         )
+        state.intervened = True
         if (action == "rescue" or escape) and state.rescues < self.policy.max_rescues:
             banned = _banned_piece(watcher, kept, found.period)
             watcher.rewind(keep)
@@ -343,8 +345,13 @@ class Exchange:
         return chunk, json.dumps(chunk, separators=(",", ":"))
 
     def _all_settled(self) -> bool:
-        return len(self.choices) >= self.expected_choices and all(
-            state.settled for state in self.choices.values()
+        """Whether the upstream has nothing left the client needs: every choice settled and the
+        proxy ended at least one (else the upstream's own end, with its usage, is awaited)."""
+        states = self.choices.values()
+        return (
+            len(self.choices) >= self.expected_choices
+            and all(state.settled for state in states)
+            and any(state.intervened for state in states)
         )
 
     def prompt_of(self, index: int) -> str:
