@@ -2,11 +2,12 @@
 vLLM-CPU server, directly and through the proxy, side by side in one run.
 
     PYTHONPATH=src .venv/bin/python bench/bench_serve.py [--clients 64] [--max-tokens 128]
-        [--rounds 3] [--actions observe,stop]
+        [--rounds 3] [--actions observe,stop/0,stop] [--upstream URL]
 
 Starts vLLM (.venv-vllm) serving the testbed and `loopfix serve` in its own process, then runs
 rounds that alternate direct and proxied loads (same prompts, T=0, so both stream the same
-tokens). Per load: tokens (chunks) received, mean time between tokens per stream, time to the
+tokens). Actions: observe, stop with no holdback (`stop/0`: token by token) and stop with the
+default holdback (the first 64 tokens arrive together, and loops end early: fewer tokens). Per load: tokens (chunks) received, mean time between tokens per stream, time to the
 first token; for the proxy, its CPU seconds per token (from /proc) and its resident memory at
 peak over idle, per stream. Then the watcher's memory after 1k, 10k and 100k tokens of one
 stream (tracemalloc): bounded by max_period, not by the stream's length.
@@ -65,7 +66,7 @@ async def run_load(
     base: str, prompts: list[str], model: str, max_tokens: int, action: str | None
 ) -> Load:
     limits = httpx.Limits(max_connections=len(prompts))
-    extra = {"loopfix": {"action": action}} if action else {}
+    extra = {"loopfix": _options(action)} if action else {}
     bodies = [
         {
             "model": model,
@@ -89,6 +90,12 @@ async def run_load(
         first=[first for first, _, words in results if words],
         wall=wall,
     )
+
+
+def _options(action: str) -> dict:
+    """`stop/0` is stop with holdback_tokens 0 (token-by-token streaming)."""
+    name, _, holdback = action.partition("/")
+    return {"action": name} | ({"holdback_tokens": int(holdback)} if holdback else {})
 
 
 def cpu_seconds(pid: int) -> float:
@@ -212,7 +219,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--actions", default="observe,stop")
+    parser.add_argument("--actions", default="observe,stop/0,stop")
     parser.add_argument("--upstream", help="a running vLLM serving the testbed (else started)")
     args = parser.parse_args()
 
