@@ -11,7 +11,8 @@ default holdback (the first 64 tokens arrive together, and loops end early: fewe
 Per load: tokens (words: the testbed's tokens) received, each stream's time to its last token
 divided by its tokens, time to the first text; for the proxy, its CPU seconds per token (from
 /proc) and its resident memory at peak over idle, per stream. Then the watcher's memory after
-1k, 10k and 100k tokens of one stream (tracemalloc): bounded by max_period, not by the stream's length.
+1k, 10k and 100k tokens of one stream (tracemalloc): bounded by max_period, not by the
+stream's length.
 """
 
 from __future__ import annotations
