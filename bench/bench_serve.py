@@ -1,18 +1,19 @@
-"""What does `loopfix serve` add to a stream? 64 concurrent streaming clients against a real
-vLLM-CPU server, directly and through the proxy, side by side in one run.
+"""What does `loopfix serve` add to a stream? 64 concurrent streaming clients through the proxy
+to a real vLLM-CPU server and the same 64 directly, side by side in one run.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_serve.py [--clients 64] [--max-tokens 128]
-        [--rounds 3] [--actions observe,stop/0,stop] [--upstream URL]
+    PYTHONPATH=src .venv/bin/python bench/bench_serve.py [--clients 64] [--max-tokens 64]
+        [--rounds 2] [--actions observe,stop/0,stop] [--upstream URL]
 
-Starts vLLM (.venv-vllm) serving the testbed and `loopfix serve` in its own process, then runs
-rounds that alternate direct and proxied loads (same prompts, T=0, so both stream the same
-tokens). Actions: observe, stop with no holdback (`stop/0`: token by token) and stop with the
-default holdback (the first 64 tokens arrive together, and loops end early: fewer tokens).
-Per load: tokens (words: the testbed's tokens) received, each stream's time to its last token
-divided by its tokens, time to the first text; for the proxy, its CPU seconds per token (from
-/proc) and its resident memory at peak over idle, per stream. Then the watcher's memory after
-1k, 10k and 100k tokens of one stream (tracemalloc): bounded by max_period, not by the
-stream's length.
+Starts vLLM (.venv-vllm) serving the testbed (or uses --upstream) and `loopfix serve` in its own
+process. Each prompt is streamed twice at the same moment, directly and through the proxy, at
+T=0: vLLM batches both copies together and they produce the same tokens, so the difference in
+their arrival times is what the proxy adds, under the same machine load: the first token's
+delay, and the time added to each later gap between tokens. Actions: observe,
+stop without holdback (`stop/0`, token by token) and stop with the default holdback (the first
+64 tokens arrive together, and loops end early: fewer tokens). Also the proxy's CPU seconds per
+token it streamed (from /proc), its resident memory at peak over idle per stream, and the
+watcher's memory after 1k, 10k and 100k tokens of one stream (tracemalloc): bounded by
+max_period, not by the stream's length.
 """
 
 from __future__ import annotations
@@ -39,59 +40,44 @@ from tests.vllm_server import free_port, vllm_server  # noqa: E402
 
 
 @dataclass
-class Load:
-    tokens: int  # words of the answers (the testbed's tokens are words)
-    per_token: list[float]  # per stream: seconds from request to last chunk, per token
-    first: list[float]  # per stream: seconds to the first chunk with text
-    wall: float
+class Pair:
+    """One prompt streamed directly and through the proxy at the same moment: the time each
+    token (word: the testbed's tokens are words) arrived on either side."""
+
+    direct: list[float]
+    proxied: list[float]
 
 
-async def _stream(client: httpx.AsyncClient, url: str, body: dict) -> tuple[float, float, int]:
-    """(seconds to the first text, seconds to the last, words) of one streamed completion."""
-    started = time.perf_counter()
-    first = last = float("nan")
-    text = []
+async def _arrivals(client: httpx.AsyncClient, url: str, body: dict) -> list[float]:
+    """When each word of one streamed completion arrived (perf_counter seconds)."""
+    arrivals: list[float] = []
     async with client.stream("POST", url, json=body) as reply:
         reply.raise_for_status()
         async for line in reply.aiter_lines():
             if not line.startswith("data:") or line == "data: [DONE]":
                 continue
             piece = "".join(c.get("text") or "" for c in json.loads(line[5:])["choices"])
-            if piece:
-                last = time.perf_counter() - started
-                first = last if not text else first
-                text.append(piece)
-    return first, last, len("".join(text).split())
+            now = time.perf_counter()
+            arrivals += [now] * len(piece.split())
+    return arrivals
 
 
-async def run_load(
-    base: str, prompts: list[str], model: str, max_tokens: int, action: str | None
-) -> Load:
-    limits = httpx.Limits(max_connections=len(prompts))
-    extra = {"loopfix": _options(action)} if action else {}
+async def run_pairs(
+    upstream: str, proxy: str, prompts: list[str], model: str, max_tokens: int, action: str
+) -> list[Pair]:
+    """Every prompt twice at once, directly and through the proxy: both copies are batched
+    together by vLLM and see the same machine load, so their difference is the proxy's."""
+    limits = httpx.Limits(max_connections=2 * len(prompts))
+    options = {"loopfix": _options(action)}
     bodies = [
-        {
-            "model": model,
-            "prompt": p,
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "stream": True,
-            **extra,
-        }
+        {"model": model, "prompt": p, "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
         for p in prompts
     ]
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
-        started = time.perf_counter()
-        results = await asyncio.gather(
-            *(_stream(client, base + "/v1/completions", body) for body in bodies)
-        )
-        wall = time.perf_counter() - started
-    return Load(
-        tokens=sum(words for _, _, words in results),
-        per_token=[last / words for _, last, words in results if words],
-        first=[first for first, _, words in results if words],
-        wall=wall,
-    )
+        direct = [_arrivals(client, upstream + "/v1/completions", body) for body in bodies]
+        proxied = [_arrivals(client, proxy + "/v1/completions", body | options) for body in bodies]
+        results = await asyncio.gather(*direct, *proxied)
+    return [Pair(results[i], results[len(prompts) + i]) for i in range(len(prompts))]
 
 
 def _options(action: str) -> dict:
@@ -135,16 +121,6 @@ def watcher_memory() -> list[tuple[int, int, int]]:
     return rows
 
 
-def summary(name: str, load: Load) -> str:
-    per_token = statistics.mean(load.per_token) * 1000
-    first = statistics.median(load.first) * 1000
-    return (
-        f"{name:>16}: {load.tokens:6d} tokens in {load.wall:6.2f} s "
-        f"({load.tokens / load.wall:7.1f} tok/s), per stream: {per_token:6.2f} ms per token, "
-        f"first text after {first:7.1f} ms (median)"
-    )
-
-
 def start_proxy(upstream: str, folder: Path) -> tuple[subprocess.Popen, str]:
     """`loopfix serve` in its own process (so its CPU and memory are its own)."""
     port = free_port()
@@ -164,52 +140,56 @@ def start_proxy(upstream: str, folder: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("loopfix serve did not start: " + (folder / "proxy.log").read_text())
 
 
+def report(action: str, pairs: list[Pair], cpu: float) -> None:
+    """The first token's delay (connecting and joining a later engine step) and the time added
+    per later token: the proxied stream's mean gap between tokens minus the direct one's, over
+    the tokens both received."""
+    first, per_token = [], []
+    for pair in pairs:
+        common = min(len(pair.direct), len(pair.proxied))
+        if common < 2:
+            continue
+        first.append(pair.proxied[0] - pair.direct[0])
+        direct = pair.direct[common - 1] - pair.direct[0]
+        proxied = pair.proxied[common - 1] - pair.proxied[0]
+        per_token.append((proxied - direct) / (common - 1))
+    streamed = sum(len(pair.proxied) for pair in pairs)
+    print(
+        f"{action:>8}: tokens direct {sum(len(pair.direct) for pair in pairs)}, through the "
+        f"proxy {streamed}; first token {statistics.median(first) * 1e3:+.1f} ms (median), "
+        f"added per later token {statistics.median(per_token) * 1e3:+.2f} ms (median; mean "
+        f"{statistics.mean(per_token) * 1e3:+.2f}); proxy CPU {cpu / streamed * 1e6:.0f} us "
+        "per token"
+    )
+
+
 def measure(upstream: str, model: str, prompts: list[str], args: argparse.Namespace) -> None:
     actions = args.actions.split(",")
     proxy, base = start_proxy(upstream, Path(tempfile.mkdtemp(prefix="bench_serve_")))
+    pairs: dict[str, list[Pair]] = {action: [] for action in actions}
+    cpu = dict.fromkeys(actions, 0.0)
     try:
-        for warm in (upstream, base):  # first requests load code on both sides
-            asyncio.run(run_load(warm, prompts[:4], model, 8, None))
+        asyncio.run(run_pairs(upstream, base, prompts[:4], model, 8, "observe"))  # warm-up
         idle_rss = peak_rss = rss_bytes(proxy.pid)
-        loads: dict[str, list[Load]] = {"direct": []} | {a: [] for a in actions}
-        cpu = dict.fromkeys(actions, 0.0)
         for _ in range(args.rounds):
-            loads["direct"].append(
-                asyncio.run(run_load(upstream, prompts, model, args.max_tokens, None))
-            )
             for action in actions:
                 before = cpu_seconds(proxy.pid)
-                load = asyncio.run(run_load(base, prompts, model, args.max_tokens, action))
+                load = asyncio.run(
+                    run_pairs(upstream, base, prompts, model, args.max_tokens, action)
+                )
                 cpu[action] += cpu_seconds(proxy.pid) - before
                 peak_rss = max(peak_rss, rss_bytes(proxy.pid))
-                loads[action].append(load)
+                pairs[action] += load
     finally:
         proxy.terminate()
         proxy.wait(timeout=30)
     print(
-        f"{len(prompts)} concurrent streams, max_tokens {args.max_tokens}, T=0, "
-        f"{args.rounds} rounds alternating direct and proxied (2 shared CPU cores: wall "
-        "times are inflated by contention)"
+        f"{len(prompts)} streams through the proxy and the same {len(prompts)} directly, at "
+        f"once; max_tokens {args.max_tokens}, T=0, {args.rounds} rounds (2 CPU cores shared "
+        "with other work: absolute times are inflated by contention)"
     )
-    merged = {
-        name: Load(
-            sum(x.tokens for x in runs),
-            [g for x in runs for g in x.per_token],
-            [f for x in runs for f in x.first],
-            sum(x.wall for x in runs),
-        )
-        for name, runs in loads.items()
-    }
-    for name, load in merged.items():
-        print(summary(name if name == "direct" else f"proxy {name}", load))
-    direct = statistics.mean(merged["direct"].per_token)
     for action in actions:
-        load = merged[action]
-        added = (statistics.mean(load.per_token) - direct) * 1e6
-        print(
-            f"proxy {action}: added latency per token {added:+.0f} us (per-stream time per "
-            f"token, proxy - direct); proxy CPU per token {cpu[action] / load.tokens * 1e6:.0f} us"
-        )
+        report(action, pairs[action], cpu[action])
     print(
         f"proxy memory: idle {idle_rss / 2**20:.1f} MiB, peak {peak_rss / 2**20:.1f} MiB, "
         f"{(peak_rss - idle_rss) / len(prompts) / 1024:.1f} KiB per stream at peak"
@@ -219,8 +199,8 @@ def measure(upstream: str, model: str, prompts: list[str], args: argparse.Namesp
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=64)
-    parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--actions", default="observe,stop/0,stop")
     parser.add_argument("--upstream", help="a running vLLM serving the testbed (else started)")
     args = parser.parse_args()
