@@ -63,10 +63,17 @@ async def _arrivals(client: httpx.AsyncClient, url: str, body: dict) -> list[flo
 
 
 async def run_pairs(
-    upstream: str, proxy: str, prompts: list[str], model: str, max_tokens: int, action: str
+    upstream: str,
+    proxy: str,
+    prompts: list[str],
+    model: str,
+    max_tokens: int,
+    action: str,
+    proxied_first: bool,
 ) -> list[Pair]:
     """Every prompt twice at once, directly and through the proxy: both copies are batched
-    together by vLLM and see the same machine load, so their difference is the proxy's."""
+    together by vLLM and see the same machine load, so their difference is the proxy's. The
+    copies sent first join vLLM's first steps, so rounds alternate which side goes first."""
     limits = httpx.Limits(max_connections=2 * len(prompts))
     options = {"loopfix": _options(action)}
     bodies = [
@@ -76,7 +83,11 @@ async def run_pairs(
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
         direct = [_arrivals(client, upstream + "/v1/completions", body) for body in bodies]
         proxied = [_arrivals(client, proxy + "/v1/completions", body | options) for body in bodies]
-        results = await asyncio.gather(*direct, *proxied)
+        if proxied_first:
+            results = await asyncio.gather(*proxied, *direct)
+            results = results[len(prompts) :] + results[: len(prompts)]
+        else:
+            results = await asyncio.gather(*direct, *proxied)
     return [Pair(results[i], results[len(prompts) + i]) for i in range(len(prompts))]
 
 
@@ -169,13 +180,15 @@ def measure(upstream: str, model: str, prompts: list[str], args: argparse.Namesp
     pairs: dict[str, list[Pair]] = {action: [] for action in actions}
     cpu = dict.fromkeys(actions, 0.0)
     try:
-        asyncio.run(run_pairs(upstream, base, prompts[:4], model, 8, "observe"))  # warm-up
+        asyncio.run(run_pairs(upstream, base, prompts[:4], model, 8, "observe", False))  # warm
         idle_rss = peak_rss = rss_bytes(proxy.pid)
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
             for action in actions:
                 before = cpu_seconds(proxy.pid)
                 load = asyncio.run(
-                    run_pairs(upstream, base, prompts, model, args.max_tokens, action)
+                    run_pairs(
+                        upstream, base, prompts, model, args.max_tokens, action, round_ % 2 == 1
+                    )
                 )
                 cpu[action] += cpu_seconds(proxy.pid) - before
                 peak_rss = max(peak_rss, rss_bytes(proxy.pid))
@@ -185,7 +198,8 @@ def measure(upstream: str, model: str, prompts: list[str], args: argparse.Namesp
         proxy.wait(timeout=30)
     print(
         f"{len(prompts)} streams through the proxy and the same {len(prompts)} directly, at "
-        f"once; max_tokens {args.max_tokens}, T=0, {args.rounds} rounds (2 CPU cores shared "
+        f"once; max_tokens {args.max_tokens}, T=0, {args.rounds} rounds, alternately direct and "
+        f"proxied copies sent first (2 CPU cores shared "
         "with other work: absolute times are inflated by contention)"
     )
     for action in actions:

@@ -424,7 +424,8 @@ def _at_sentence_end(watcher: PartWatcher, kept: int, period: int) -> int:
     """Move the cut up to a period of tokens later so the kept text ends a sentence: a unit
     found as ". We go ... again" is kept as "We go ... again." (any rotation of the unit is
     the same loop), and the repeat's banned token starts a sentence."""
-    for end in range(kept, min(kept + period, watcher.tokens)):
+    # Tokens before first_token were released and forgotten (stop): the cut cannot move there.
+    for end in range(max(kept, watcher.first_token + 1), min(kept + period, watcher.tokens)):
         if _piece(watcher, end - 1).rstrip(" \t").endswith(_SENTENCE_ENDS):
             return end
     return kept
