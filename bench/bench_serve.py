@@ -228,7 +228,7 @@ def main() -> None:
         measure(args.upstream, model, prompts, args)
     else:
         log = Path(tempfile.mkdtemp(prefix="bench_serve_")) / "vllm.log"
-        with vllm_server(model, log, options=["--dtype", "float32"]) as upstream:
+        with vllm_server(model, log) as upstream:
             measure(upstream, model, prompts, args)
     print("watcher memory by stream length (tracemalloc, bytes): tokens, observe, stop")
     for length, observe, stop in watcher_memory():
