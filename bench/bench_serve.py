@@ -22,7 +22,9 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -107,6 +109,40 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def exchange_cpu(events: int = 20_000) -> float:
+    """Process CPU seconds per event the exchange spends under observe (JSON parsing, watching,
+    metrics) with no HTTP around it: random words from 2,000, one per event, no loop."""
+    from loopfix.serve.config import ServeConfig
+    from loopfix.serve.exchange import Exchange, Policy
+    from loopfix.serve.metrics import ServeMetrics
+
+    rng = random.Random(0)
+    vocabulary = ["".join(rng.choices(string.ascii_lowercase, k=5)) for _ in range(2000)]
+    texts = [
+        json.dumps(
+            {
+                "id": "b",
+                "object": "text_completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {"index": 0, "text": " " + rng.choice(vocabulary), "finish_reason": None}
+                ],
+            }
+        )
+        for _ in range(events)
+    ]
+    config = ServeConfig(upstream="http://unused")
+    exchange = Exchange(
+        "/v1/completions", {"prompt": ""}, Policy("observe", 1, 0), config, None, ServeMetrics()
+    )  # type: ignore[arg-type]
+    started = time.process_time()
+    for text in texts:
+        for _ in exchange._event(json.loads(text), text):
+            pass
+    return (time.process_time() - started) / events
 
 
 def watcher_memory() -> list[tuple[int, int, int]]:
@@ -230,6 +266,7 @@ def main() -> None:
         log = Path(tempfile.mkdtemp(prefix="bench_serve_")) / "vllm.log"
         with vllm_server(model, log) as upstream:
             measure(upstream, model, prompts, args)
+    print(f"exchange alone (observe, no HTTP): {exchange_cpu() * 1e6:.0f} us CPU per event")
     print("watcher memory by stream length (tracemalloc, bytes): tokens, observe, stop")
     for length, observe, stop in watcher_memory():
         print(f"  {length:7d} {observe:9d} {stop:9d}")
