@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from loopfix.detect import DetectConfig
 
 Action = Literal["observe", "stop", "rescue", "think-escape"]
-ACTIONS: tuple[str, ...] = ("observe", "stop", "rescue", "think-escape")
+ACTIONS: tuple[str, ...] = get_args(Action)
 
 
 class ServeConfig(BaseModel):
