@@ -3,6 +3,7 @@ greedy walks loop on some prompts: observe leaves the answer untouched, stop end
 loop's first copy, rescue continues it with the repeat's first token banned (vLLM's /tokenize,
 logit_bias, and continue_final_message for chat)."""
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +77,29 @@ def test_observe_is_untouched_and_stop_ends_a_real_loop(proxy: str, looping: tup
     metrics = httpx.get(proxy + "/metrics").text
     labels = {"kind": "verbatim", "part": "content", "action": "stop"}
     assert metric(metrics, "loopfix_loops_detected_total", **labels) >= 1
+
+
+def generated_tokens(vllm: str) -> float:
+    """vLLM's count of tokens it generated, from its own /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(vllm + "/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "vllm:generation_tokens_total"
+    )
+
+
+def test_stop_makes_vllm_stop_generating(vllm: str, proxy: str, looping: tuple) -> None:
+    prompt, _ = looping
+    before = generated_tokens(vllm)
+    body = {**completion(prompt), "max_tokens": 200, "loopfix": {"action": "stop"}}
+    assert finish_reasons(stream_events(proxy + "/v1/completions", body)) == ["repetition"]
+    time.sleep(1)  # vLLM aborts the request at its next step
+    generated = generated_tokens(vllm) - before
+    assert 0 < generated < 200, generated  # the request was aborted, not run to its limit
 
 
 def test_rescue_continues_with_the_repeat_banned(proxy: str, looping: tuple) -> None:
