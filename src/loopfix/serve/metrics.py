@@ -33,8 +33,8 @@ class ServeMetrics:
         )
         self.loops = Counter(
             "loopfix_loops_detected",
-            "Choices found looping (kind verbatim, near, or upstream for finish_reason "
-            "'repetition'), by part and the action taken.",
+            "Loops found (kind verbatim, near, or upstream for finish_reason 'repetition'), "
+            "by part and the action taken; a loop found again in a continuation counts again.",
             ["kind", "part", "action"],
             registry=registry,
         )
