@@ -123,12 +123,14 @@ def check_backend(session: Session) -> CheckResult:
     for name, arm in (("vllm", _vllm_arm), ("server", _server_arm)):
         info, outputs = arm(session)
         if outputs is not None:
-            run = session.run(f"greedy, {name}", "backend", lambda o=outputs: o)
+            run = session.record(f"greedy, {name}", "backend", outputs)
             found = session.divergences(reference, run)
             info |= {"diverging_prompts": len(found), "near_ties": sum(d.near_tie for d in found)}
             divergences += found
-            ran.append(f"{name}: {len(found)}/{len(session.prompts)} diverge "
-                       f"({sum(d.near_tie for d in found)} near-ties)")
+            ran.append(
+                f"{name}: {len(found)}/{len(session.prompts)} diverge "
+                f"({sum(d.near_tie for d in found)} near-ties)"
+            )
         elif "error" in info:
             errors.append(f"{name}: {info['error']}")
         numbers[name] = info

@@ -62,7 +62,8 @@ class ConsistencyConfig(BaseModel):
         0.5,
         ge=0.0,
         le=1.0,
-        description="sampling_pool warns where the pool is one token on more than this share of steps",
+        description="sampling_pool warns where the pool is one token on more than this share "
+        "of steps",
     )
     preamble_share: float = Field(
         0.5,

@@ -60,7 +60,9 @@ def _preamble_run(session: Session, limit: int | None) -> tuple[list[list[int]],
     for position, prompt in enumerate(session.prompts):
         room = (limit or 4 * len(prompt.ids) + config.max_new_tokens) - len(prompt.ids)
         room -= config.max_new_tokens
-        contexts.append(_preamble(session, position, max(0, int(room * config.preamble_share))) + prompt.ids)
+        contexts.append(
+            _preamble(session, position, max(0, int(room * config.preamble_share))) + prompt.ids
+        )
     generations = generate(session.model, session.tokenizer, contexts, session.settings(), 1)
     shortest = min(len(c) - len(p.ids) for c, p in zip(contexts, session.prompts, strict=True))
     return [g.tokens for g in generations], shortest
@@ -81,12 +83,18 @@ def check_context(session: Session) -> CheckResult:
     limit, sliding = window(model_config), sliding_window(model_config)
     longest = max(len(p.ids) for p in session.prompts) + config.max_new_tokens
     tokenizer_limit = getattr(session.tokenizer, "model_max_length", None)
-    tokenizer_limit = tokenizer_limit if isinstance(tokenizer_limit, int) and tokenizer_limit < _NO_LIMIT else None
-    over = sum(limit is not None and len(p.ids) + config.max_new_tokens > limit for p in session.prompts)
+    tokenizer_limit = (
+        tokenizer_limit
+        if isinstance(tokenizer_limit, int) and tokenizer_limit < _NO_LIMIT
+        else None
+    )
+    over = sum(
+        limit is not None and len(p.ids) + config.max_new_tokens > limit for p in session.prompts
+    )
     lost = _template_losses(session)
     reference = session.greedy_reference()
     outputs, shortest = _preamble_run(session, limit)
-    preambled = session.run("greedy, batch 1, long preamble", "context", lambda: outputs)
+    preambled = session.record("greedy, batch 1, long preamble", "context", outputs)
     divergences = session.divergences(reference, preambled)
     problems = []
     if over:
@@ -100,7 +108,10 @@ def check_context(session: Session) -> CheckResult:
     status: Status = "fail" if over else "warn" if problems else "pass"
     changed = len(divergences)
     summary = "; ".join(problems) or f"longest prompt + output {longest} fits the window {limit}"
-    summary += f"; a preamble of >= {shortest} tokens changed {changed}/{len(session.prompts)} greedy outputs"
+    summary += (
+        f"; a preamble of >= {shortest} tokens changed {changed}/{len(session.prompts)} "
+        "greedy outputs"
+    )
     numbers = {
         "window": limit,
         "sliding_window": sliding,

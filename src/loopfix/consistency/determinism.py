@@ -17,7 +17,9 @@ def check_determinism(session: Session) -> CheckResult:
     for temperature in temperatures:
         settings = session.settings(temperature)
         first, second = (
-            session.hf_run(f"T={temperature:g}, seed {session.config.seed}, {which}", "repeat", settings)
+            session.hf_run(
+                f"T={temperature:g}, seed {session.config.seed}, {which}", "repeat", settings
+            )
             for which in ("first", "second")
         )
         found = session.divergences(first, second)

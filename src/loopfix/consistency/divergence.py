@@ -30,7 +30,9 @@ def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
 
 
 @torch.inference_mode()
-def step_logits(model: PreTrainedModel, prompt: Sequence[int], output: Sequence[int]) -> torch.Tensor:
+def step_logits(
+    model: PreTrainedModel, prompt: Sequence[int], output: Sequence[int]
+) -> torch.Tensor:
     """Float32 logits of the distribution each output token was drawn from (one row per token,
     computed teacher-forced in one pass)."""
     ids = torch.tensor([list(prompt) + list(output)], device=model.device)

@@ -21,9 +21,7 @@ __all__ = ["check_loop_stability", "factor_groups"]
 
 def factor_groups(session: Session) -> dict[str, list[Run]]:
     reference = session.greedy_reference()
-    groups = {
-        f"seed (T={t:g})": seed_runs(session, t) for t in session.config.sampled_temperatures
-    }
+    groups = {f"seed (T={t:g})": seed_runs(session, t) for t in session.config.sampled_temperatures}
     groups["batch"] = [reference, *batch_runs(session)]
     for factor in ("precision", "backend"):
         present = [run for run in session.runs.values() if run.factor == factor]

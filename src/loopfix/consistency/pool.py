@@ -71,8 +71,7 @@ def check_sampling_pool(session: Session) -> CheckResult:
             "sampling_pool", "skipped", "no temperature above 0", reason="no temperature above 0"
         )
     rows = [
-        _setting_row(session, session.settings(t, top_k=k, top_p=p, min_p=m))
-        for t, k, p, m in grid
+        _setting_row(session, session.settings(t, top_k=k, top_p=p, min_p=m)) for t, k, p, m in grid
     ]
     collapsed = [r for r in rows if r["collapsed"]]
     summary = (

@@ -12,7 +12,10 @@ __all__ = ["check_precision"]
 
 def check_precision(session: Session) -> CheckResult:
     if session.model.dtype != torch.float32:
-        reason = f"the model is loaded in {session.model.dtype}; precision compares float32 with bfloat16"
+        reason = (
+            f"the model is loaded in {session.model.dtype}; precision compares float32 with "
+            "bfloat16"
+        )
         return CheckResult("precision", "skipped", reason, reason=reason)
     reference = session.greedy_reference()
     low = session.hf_run(

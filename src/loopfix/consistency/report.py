@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from loopfix.consistency.result import CheckResult, ConsistencyResult, Divergence, TokenProbability
 from loopfix.report import STYLE, Series, rate_chart
@@ -19,13 +18,24 @@ _COLORS = {"pass": "#2ca02c", "warn": "#ff7f0e", "fail": "#d62728", "skipped": "
 def _token(token: TokenProbability | None) -> str:
     if token is None:
         return "(ended)"
-    return f"{escape(repr(token.text))} <span class=small>#{token.id} p={token.probability:.3f}</span>"
+    return (
+        f"{escape(repr(token.text))} <span class=small>#{token.id} p={token.probability:.3f}</span>"
+    )
 
 
 def _divergence_rows(divergences: list[Divergence]) -> str:
     if not divergences:
         return ""
-    head = ("prompt", "runs", "position", "token a", "token b", "top-5 (reference)", "top-2 gap", "near-tie")
+    head = (
+        "prompt",
+        "runs",
+        "position",
+        "token a",
+        "token b",
+        "top-5 (reference)",
+        "top-2 gap",
+        "near-tie",
+    )
     lines = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for d in divergences[:MAX_DIVERGENCE_ROWS]:
         top = "<br>".join(_token(t) for t in d.top)
@@ -58,7 +68,11 @@ def _seed_chart(check: CheckResult) -> str:
     return rate_chart(
         "Across seeds, per temperature",
         xs,
-        [series("loop rate", "loop_rate"), series("edit distance", "edit_distance"), series("distinct-2", "distinct_2")],
+        [
+            series("loop rate", "loop_rate"),
+            series("edit distance", "edit_distance"),
+            series("distinct-2", "distinct_2"),
+        ],
     )
 
 
@@ -67,7 +81,8 @@ def _section(check: CheckResult) -> str:
     chart = _seed_chart(check) if check.name == "seed_sensitivity" else ""
     return "\n".join(
         [
-            f"<h2 id={check.name}>{check.name}: <span style='color:{_COLORS[check.status]}'>{check.status}</span></h2>",
+            f"<h2 id={check.name}>{check.name}: "
+            f"<span style='color:{_COLORS[check.status]}'>{check.status}</span></h2>",
             f"<p>{escape(check.summary)}</p>",
             chart,
             f"<details><summary>numbers</summary><pre>{numbers}</pre></details>",
@@ -92,8 +107,8 @@ def render_consistency(result: ConsistencyResult) -> str:
             "<html lang=en><head><meta charset=utf-8>",
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
-            f"<p class=small>{result.prompts} prompts · {escape(environment)} · a divergence is the "
-            "first position where two outputs differ; the top-5 are the reference model's "
+            f"<p class=small>{result.prompts} prompts · {escape(environment)} · a divergence is "
+            "the first position where two outputs differ; the top-5 are the reference model's "
             "probabilities there (teacher-forced, float32, batch 1)</p>",
             f"<table>{head}{rows}</table>",
             *(_section(check) for check in result.checks),
@@ -102,7 +117,9 @@ def render_consistency(result: ConsistencyResult) -> str:
     )
 
 
-def write_consistency(result: ConsistencyResult, out: Path, json_path: Path | None = None) -> dict[str, Path]:
+def write_consistency(
+    result: ConsistencyResult, out: Path, json_path: Path | None = None
+) -> dict[str, Path]:
     """Write OUT/consistency.json and OUT/report.html (and the JSON again at `json_path`)."""
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"

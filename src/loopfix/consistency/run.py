@@ -59,7 +59,10 @@ def _cpu_flags() -> list[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return []
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    flags = next(
+        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
+        [],
+    )
     return sorted(f for f in flags if f.startswith(("avx512_bf16", "amx", "avx512f", "avx2")))
 
 
@@ -77,24 +80,38 @@ def environment(model: PreTrainedModel | None) -> dict[str, Any]:
     }
 
 
-def _prompts(items: list[SuiteItem], tokenizer: Any, template: bool | None) -> tuple[list[Prompt], bool]:
+def _prompts(
+    items: list[SuiteItem], tokenizer: Any, template: bool | None
+) -> tuple[list[Prompt], bool]:
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if template and not has_template:
-        raise ConsistencyError("template: the model's tokenizer has no chat template (use --no-template)")
+        raise ConsistencyError(
+            "template: the model's tokenizer has no chat template (use --no-template)"
+        )
     use = has_template if template is None else template
     prompts = []
     for item in items:
-        text = item.prompt if item.prompt is not None else (item.messages or [{}])[-1].get("content", "")
+        text = (
+            item.prompt
+            if item.prompt is not None
+            else (item.messages or [{}])[-1].get("content", "")
+        )
         if item.messages is not None and not use:
-            raise ConsistencyError(f"item {item.id!r} is a chat (messages); it needs the chat template")
-        ids = prompt_ids(item, tokenizer) if use else list(tokenizer(item.prompt or "")["input_ids"])
+            raise ConsistencyError(
+                f"item {item.id!r} is a chat (messages); it needs the chat template"
+            )
+        ids = (
+            prompt_ids(item, tokenizer) if use else list(tokenizer(item.prompt or "")["input_ids"])
+        )
         prompts.append(Prompt(item.id, ids, text))
     return prompts, use
 
 
 def _skipped_everywhere(config: ConsistencyConfig, reason: str) -> ConsistencyResult:
     checks = [CheckResult(name, "skipped", reason, reason=reason) for name in config.checks]
-    return ConsistencyResult(config.model, config.suite, 0, config.model_dump(mode="json"), environment(None), checks)
+    return ConsistencyResult(
+        config.model, config.suite, 0, config.model_dump(mode="json"), environment(None), checks
+    )
 
 
 def run_consistency(

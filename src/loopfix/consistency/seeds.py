@@ -22,7 +22,9 @@ def seed_runs(session: Session, temperature: float) -> list[Run]:
     settings = session.settings(temperature)
     first = session.config.seed
     return [
-        session.hf_run(f"T={temperature:g}, seed {s}", f"seed (T={temperature:g})", settings, seed=s)
+        session.hf_run(
+            f"T={temperature:g}, seed {s}", f"seed (T={temperature:g})", settings, seed=s
+        )
         for s in range(first, first + session.config.seeds)
     ]
 
@@ -36,7 +38,9 @@ def _row(temperature: float, runs: list[Run]) -> dict[str, Any]:
         "distinct_1": mean(d for d in distinct[0] if d is not None) if any(distinct[0]) else None,
         "distinct_2": mean(d for d in distinct[1] if d is not None) if any(distinct[1]) else None,
         "edit_distance": mean(mean_pairwise_distance(outputs) for outputs in per_prompt),
-        "seed_invariant_prompts": sum(len({tuple(o) for o in outputs}) == 1 for outputs in per_prompt),
+        "seed_invariant_prompts": sum(
+            len({tuple(o) for o in outputs}) == 1 for outputs in per_prompt
+        ),
         "loop_rate": sum(loops) / len(loops),
     }
 
@@ -49,13 +53,27 @@ def check_seed_sensitivity(session: Session) -> CheckResult:
         if temperature == 0:
             divergences += [d for run in runs[1:] for d in session.divergences(runs[0], run)]
     prompts = len(session.prompts)
-    frozen = [r["temperature"] for r in rows if r["temperature"] > 0 and r["seed_invariant_prompts"] == prompts]
+    frozen = [
+        r["temperature"]
+        for r in rows
+        if r["temperature"] > 0 and r["seed_invariant_prompts"] == prompts
+    ]
     status: Status = "fail" if divergences else "warn" if frozen else "pass"
-    parts = [f"T={r['temperature']:g}: edit distance {r['edit_distance']:.2f}, loop rate {r['loop_rate']:.0%}" for r in rows]
+    parts = [
+        f"T={r['temperature']:g}: edit distance {r['edit_distance']:.2f}, "
+        f"loop rate {r['loop_rate']:.0%}"
+        for r in rows
+    ]
     if divergences:
-        parts.insert(0, f"greedy output changed with the seed on {len({d.prompt_id for d in divergences})} prompts")
+        parts.insert(
+            0,
+            f"greedy output changed with the seed on {len({d.prompt_id for d in divergences})} "
+            "prompts",
+        )
     if frozen:
-        parts.insert(0, f"no output changed with the seed at T={', '.join(f'{t:g}' for t in frozen)}")
+        parts.insert(
+            0, f"no output changed with the seed at T={', '.join(f'{t:g}' for t in frozen)}"
+        )
     return CheckResult(
         "seed_sensitivity",
         status,

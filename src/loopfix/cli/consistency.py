@@ -1,0 +1,126 @@
+"""`loopfix consistency`: why the same prompt gives different outputs, check by check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from loopfix.cli.common import console, examples, parse_floats
+
+EXAMPLES = examples(
+    "loopfix consistency loopfix:stargraph --n 32 --out runs/consistency",
+    "loopfix consistency loopfix:stargraph --checks determinism,batch_invariance --json c.json",
+    "loopfix consistency ./my-model --suite arith --n 8 --checks backend --url http://127.0.0.1:8000",
+)
+_COLORS = {"pass": "green", "warn": "yellow", "fail": "red", "skipped": "dim"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "consistency",
+        help="Explain why the same prompt gives different outputs (seed, batch, precision, "
+        "backend, context)." + EXAMPLES,
+    )(consistency_command)
+
+
+def _ints(text: str, option: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected comma-separated integers, got {text!r}", param_hint=option
+        ) from None
+
+
+def consistency_command(
+    model: str = typer.Argument(..., help="folder, hub id or loopfix:NAME"),
+    suite: str = typer.Option("stargraph", help="stargraph, arith, or a JSON-lines file"),
+    n: int = typer.Option(32, help="prompts (built-in suites: how many to generate)"),
+    checks: str | None = typer.Option(None, help="comma-separated checks (default: all)"),
+    temperatures: str = typer.Option(
+        "0,0.3,1.0", help="temperatures of seed_sensitivity and sampling_pool"
+    ),
+    seeds: int = typer.Option(3, help="sampling seeds compared by seed_sensitivity"),
+    batch_sizes: str = typer.Option(
+        "1,8,32", help="greedy batch sizes; the first is the reference"
+    ),
+    max_new_tokens: int = typer.Option(64, help="generation cap of every run"),
+    seed: int = typer.Option(0, help="seed of the suite and the first sampling seed"),
+    template: bool | None = typer.Option(
+        None,
+        "--template/--no-template",
+        help="render with the chat template (default: when present)",
+    ),
+    url: str | None = typer.Option(None, help="OpenAI-compatible server for the backend check"),
+    model_name: str | None = typer.Option(None, help="served model name at --url"),
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="also write consistency.json here")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="folder for consistency.json and report.html")] = Path(
+        "consistency"
+    ),
+) -> None:
+    """Explain why the same prompt gives different outputs."""
+    from pydantic import ValidationError
+
+    from loopfix.consistency import (
+        CHECK_NAMES,
+        ConsistencyConfig,
+        ConsistencyError,
+        run_consistency,
+        write_consistency,
+    )
+    from loopfix.models import ModelLoadError
+    from loopfix.suites import SuiteError
+
+    options = {
+        "model": model,
+        "suite": suite,
+        "n": n,
+        "checks": [c.strip() for c in checks.split(",") if c.strip()]
+        if checks
+        else list(CHECK_NAMES),
+        "temperatures": parse_floats(temperatures, "--temperatures"),
+        "seeds": seeds,
+        "batch_sizes": _ints(batch_sizes, "--batch-sizes"),
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "template": template,
+        "url": url,
+        "model_name": model_name,
+        "out": out,
+    }
+    try:
+        config = ConsistencyConfig.model_validate(options)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"][:1])
+        raise typer.BadParameter(
+            first["msg"].removeprefix("Value error, "), param_hint=f"--{field.replace('_', '-')}"
+        ) from None
+    table = Table(title=f"consistency of {model} on {suite}")
+    for column in ("check", "status", "seconds", "summary"):
+        table.add_column(column)
+    try:
+        result = run_consistency(
+            config,
+            on_check=lambda c: console.print(
+                f"{c.name}: [{_COLORS[c.status]}]{c.status}[/] ({c.seconds:.1f} s)"
+            ),
+        )
+    except (ConsistencyError, SuiteError, ModelLoadError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    for check in result.checks:
+        table.add_row(
+            check.name,
+            f"[{_COLORS[check.status]}]{check.status}[/]",
+            f"{check.seconds:.1f}",
+            check.summary,
+        )
+    console.print(table)
+    paths = write_consistency(result, out, json_path)
+    console.print("wrote " + ", ".join(str(p) for p in paths.values()))
