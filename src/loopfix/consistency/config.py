@@ -43,7 +43,7 @@ class ConsistencyConfig(BaseModel):
     seed: int = Field(0, description="seed of the built-in suites and the first sampling seed")
     seeds: int = Field(3, ge=2, description="sampling seeds compared by seed_sensitivity")
     temperatures: list[float] = Field(
-        [0.0, 0.3, 1.0], min_length=1, description="temperatures of seed_sensitivity and pool"
+        [0.0, 0.3, 1.0], description="temperatures of seed_sensitivity and pool (at least one)"
     )
     batch_sizes: list[int] = Field(
         [1, 8, 32], min_length=2, description="greedy batch sizes; the first is the reference"
@@ -95,6 +95,8 @@ class ConsistencyConfig(BaseModel):
     @field_validator("temperatures")
     @classmethod
     def _non_negative(cls, temperatures: list[float]) -> list[float]:
+        if not temperatures:
+            raise ValueError("at least one temperature is needed, e.g. 0,1")
         if any(t < 0 for t in temperatures):
             raise ValueError(f"temperatures must be >= 0, got {temperatures}")
         return temperatures
