@@ -16,6 +16,7 @@ def test_repeated_runs_are_identical(testbed_result: ConsistencyResult) -> None:
     determinism = testbed_result.check("determinism")
     assert determinism.status == "pass" and not determinism.divergences
     assert determinism.numbers["temperatures"] == [0.0, 1.0]
+    assert determinism.numbers["diverging_prompts_threads"] == 0  # 2 threads vs 1, tiny model
 
 
 def test_greedy_does_not_depend_on_the_seed_and_sampling_does(
@@ -65,7 +66,7 @@ def test_loop_stability_names_the_factor_that_flips_each_loop(
 ) -> None:
     check = testbed_result.check("loop_stability")
     factors = check.numbers["factors"]
-    assert set(factors) == {"seed (T=1)", "batch", "precision"}
+    assert set(factors) == {"seed (T=1)", "batch", "threads", "precision"}
     for unstable in check.numbers["unstable_prompts"]:
         assert unstable["looping"] and unstable["not_looping"]
         assert set(unstable["looping"] + unstable["not_looping"]) <= set(

@@ -49,6 +49,9 @@ def consistency_command(
     ),
     max_new_tokens: int = typer.Option(64, help="generation cap of every run"),
     seed: int = typer.Option(0, help="seed of the suite and the first sampling seed"),
+    preamble_share: float = typer.Option(
+        0.5, help="context: the preamble fills this share of the room a prompt leaves in the window"
+    ),
     template: bool | None = typer.Option(
         None,
         "--template/--no-template",
@@ -88,6 +91,7 @@ def consistency_command(
         "batch_sizes": _ints(batch_sizes, "--batch-sizes"),
         "max_new_tokens": max_new_tokens,
         "seed": seed,
+        "preamble_share": preamble_share,
         "template": template,
         "url": url,
         "model_name": model_name,

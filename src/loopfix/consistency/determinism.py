@@ -1,16 +1,31 @@
-"""determinism: the same settings and seed twice give the same output, greedy and sampled."""
+"""determinism: the same settings and seed twice give the same output, greedy and sampled; and
+greedy does not change with the number of CPU threads (which changes how matmuls reduce)."""
 
 from __future__ import annotations
 
-from loopfix.consistency.result import CheckResult, divergence_status, divergence_summary
-from loopfix.consistency.session import Session
+import torch
 
-__all__ = ["check_determinism"]
+from loopfix.consistency.result import CheckResult, divergence_status, divergence_summary
+from loopfix.consistency.session import Run, Session
+
+__all__ = ["check_determinism", "thread_run"]
+
+
+def thread_run(session: Session) -> Run:
+    """Greedy at batch 1 with another torch thread count (2 when running on 1, else 1)."""
+    threads = torch.get_num_threads()
+    other = 2 if threads == 1 else 1
+    torch.set_num_threads(other)
+    try:
+        settings = session.settings()
+        return session.hf_run(f"greedy, batch 1, {other} threads", "threads", settings)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def check_determinism(session: Session) -> CheckResult:
     """Each setting generated twice in two separate engine runs (batch 1, seed config.seed):
-    greedy, and the highest configured temperature."""
+    greedy, and the highest configured temperature; then greedy with another thread count."""
     temperatures = [0.0, *session.config.sampled_temperatures[-1:]]
     divergences = []
     numbers: dict[str, int] = {}
@@ -25,13 +40,21 @@ def check_determinism(session: Session) -> CheckResult:
         found = session.divergences(first, second)
         numbers[f"diverging_prompts_t{temperature:g}"] = len(found)
         divergences += found
+    threads = thread_run(session)
+    found = session.divergences(session.greedy_reference(), threads)
+    numbers["diverging_prompts_threads"] = len(found)
+    divergences += found
+    pairs = len(session.prompts) * (len(temperatures) + 1)
     return CheckResult(
         "determinism",
         divergence_status(divergences),
-        f"T={' and T='.join(f'{t:g}' for t in temperatures)} twice: "
-        + divergence_summary(divergences, len(session.prompts) * len(temperatures)).replace(
-            "prompts", "prompt x temperature pairs"
-        ),
-        {"temperatures": temperatures, "prompts": len(session.prompts), **numbers},
+        f"T={' and T='.join(f'{t:g}' for t in temperatures)} twice, and {threads.label}: "
+        + divergence_summary(divergences, pairs).replace("prompts", "prompt x run pairs"),
+        {
+            "temperatures": temperatures,
+            "prompts": len(session.prompts),
+            "torch_threads": torch.get_num_threads(),
+            **numbers,
+        },
         divergences,
     )

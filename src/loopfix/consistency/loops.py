@@ -2,9 +2,9 @@
 
 Runs are grouped by the one factor they vary, always against the same prompts: seeds (per
 temperature above 0), greedy batch size and composition, and, when those checks ran in this
-session, precision and backend (each with the float32 batch-1 greedy reference). A prompt whose
-loop verdict differs inside a group "flips" on that factor; the divergence between its first
-looping and first non-looping run shows the token where the loop was decided.
+session, thread count, precision and backend (each with the float32 batch-1 greedy reference).
+A prompt whose loop verdict differs inside a group "flips" on that factor; the divergence
+between its first looping and first non-looping run shows the token where the loop was decided.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def factor_groups(session: Session) -> dict[str, list[Run]]:
     reference = session.greedy_reference()
     groups = {f"seed (T={t:g})": seed_runs(session, t) for t in session.config.sampled_temperatures}
     groups["batch"] = [reference, *batch_runs(session)]
-    for factor in ("precision", "backend"):
+    for factor in ("threads", "precision", "backend"):
         present = [run for run in session.runs.values() if run.factor == factor]
         if present:
             groups[factor] = [reference, *present]
