@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import loopfix
-from loopfix.backends.base import BackendError, Request
+from loopfix.backends.base import BackendError, Request, dtype_name
 from loopfix.consistency.result import CheckResult, Divergence, divergence_status
 from loopfix.consistency.session import Session
 from loopfix.models import ModelLoadError, resolve_model_path
@@ -28,12 +28,13 @@ __all__ = ["check_backend", "vllm_outputs"]
 VLLM_TIMEOUT_S = 900
 
 
-def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], str]:
-    """(greedy outputs, vLLM version) from the worker under .venv-vllm."""
+def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], dict[str, str]]:
+    """(greedy outputs, {"vllm": version, "dtype": what it ran}) from the worker under
+    .venv-vllm."""
     config = session.config
     job = {
         "model": folder,
-        "dtype": str(session.model.dtype).removeprefix("torch."),
+        "dtype": dtype_name(session.model.dtype),
         "prompts": [p.ids for p in session.prompts],
         "max_new_tokens": config.max_new_tokens,
         "max_model_len": max(len(p.ids) for p in session.prompts) + config.max_new_tokens,
@@ -60,7 +61,7 @@ def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], str]:
             tail = (finished.stderr or finished.stdout).strip().splitlines()[-1:]
             raise BackendError(f"vLLM worker exited {finished.returncode}: {' '.join(tail)}")
         data = json.loads(reply.read_text())
-    return data["outputs"], str(data["vllm"])
+    return data["outputs"], {"vllm": str(data["vllm"]), "dtype": str(data["dtype"])}
 
 
 def _server_outputs(session: Session) -> tuple[list[list[int]], bool]:
@@ -99,10 +100,10 @@ def _vllm_arm(session: Session) -> tuple[Any, list[list[int]] | None]:
     if not Path(folder).is_dir():
         return {"skipped": f"{session.config.model} is not a local folder vLLM can load"}, None
     try:
-        outputs, version = vllm_outputs(session, folder)
+        outputs, ran = vllm_outputs(session, folder)
     except (BackendError, subprocess.TimeoutExpired) as error:
         return {"error": str(error)}, None
-    return {"vllm": version, "dtype": str(session.model.dtype).removeprefix("torch.")}, outputs
+    return ran, outputs
 
 
 def _server_arm(session: Session) -> tuple[Any, list[list[int]] | None]:

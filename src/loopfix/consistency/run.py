@@ -24,6 +24,7 @@ import transformers
 from transformers import PreTrainedModel
 
 import loopfix
+from loopfix.backends.base import dtype_name
 from loopfix.consistency.backend import check_backend
 from loopfix.consistency.batch import check_batch_invariance
 from loopfix.consistency.config import CHECK_NAMES, ConsistencyConfig, ConsistencyError
@@ -76,7 +77,7 @@ def environment(model: PreTrainedModel | None) -> dict[str, Any]:
         "cpu_flags": _cpu_flags(),
         "torch_threads": torch.get_num_threads(),
         "device": None if model is None else str(model.device),
-        "dtype": None if model is None else str(model.dtype).removeprefix("torch."),
+        "dtype": None if model is None else dtype_name(model.dtype),
     }
 
 

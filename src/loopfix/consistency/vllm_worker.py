@@ -3,8 +3,9 @@
     .venv-vllm/bin/python -m loopfix.consistency.vllm_worker IN.json OUT.json
 
 IN: {"model": folder, "dtype": "float32", "prompts": [[ids]], "max_new_tokens": N,
-"max_model_len": L}; OUT: {"outputs": [[ids]], "vllm": version}. The dtype is always given:
-left to "auto", vLLM runs a float32 model in bfloat16 on CPUs with avx512_bf16.
+"max_model_len": L}; OUT: {"outputs": [[ids]], "vllm": version, "dtype": what vLLM ran}.
+The dtype is always given: left to "auto", vLLM runs a float32 model in bfloat16 on CPUs with
+avx512_bf16.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def main(source: Path, target: Path) -> None:
     outputs: list[list[int]] = [[] for _ in job["prompts"]]
     for index, generation in backend.generate([Request(ids=p) for p in job["prompts"]], settings):
         outputs[index] = generation.tokens
-    target.write_text(json.dumps({"outputs": outputs, "vllm": vllm.__version__}))
+    reply = {"outputs": outputs, "vllm": vllm.__version__, "dtype": backend.dtype}
+    target.write_text(json.dumps(reply))
 
 
 if __name__ == "__main__":
