@@ -12,7 +12,7 @@ from loopfix.consistency import ConsistencyConfig, ConsistencyResult, run_consis
 SMALL = {
     "model": "loopfix:stargraph",
     "n": 6,
-    "batch_sizes": [1, 3, 6],
+    "batch_sizes": [3, 6],
     "max_new_tokens": 24,
     "seeds": 2,
     "temperatures": [0.0, 1.0],

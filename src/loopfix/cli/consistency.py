@@ -37,40 +37,40 @@ def _ints(text: str, option: str) -> list[int]:
 
 def consistency_command(
     model: str = typer.Argument(..., help="folder, hub id or loopfix:NAME"),
-    suite: str = typer.Option("stargraph", help="stargraph, arith, or a JSON-lines file"),
-    n: int = typer.Option(32, help="prompts (built-in suites: how many to generate)"),
+    suite: str | None = typer.Option(None, help="stargraph (default), arith, or a JSON-lines file"),
+    n: int | None = typer.Option(None, help="prompts (built-in suites: how many to generate)"),
     checks: str | None = typer.Option(None, help="comma-separated checks (default: all)"),
-    temperatures: str = typer.Option(
-        "0,0.3,1.0", help="temperatures of seed_sensitivity and sampling_pool"
+    temperatures: str | None = typer.Option(
+        None, help="comma-separated temperatures of seed_sensitivity and sampling_pool"
     ),
-    seeds: int = typer.Option(3, help="sampling seeds compared by seed_sensitivity"),
-    batch_sizes: str = typer.Option(
-        "1,8,32", help="greedy batch sizes; the first is the reference"
+    seeds: int | None = typer.Option(None, help="sampling seeds compared by seed_sensitivity"),
+    batch_sizes: str | None = typer.Option(
+        None, help="comma-separated greedy batch sizes compared with batch 1"
     ),
-    max_new_tokens: int = typer.Option(64, help="generation cap of every run"),
-    seed: int = typer.Option(0, help="seed of the suite and the first sampling seed"),
-    preamble_share: float = typer.Option(
-        0.5, help="context: the preamble fills this share of the room a prompt leaves in the window"
+    max_new_tokens: int | None = typer.Option(None, help="generation cap of every run"),
+    seed: int | None = typer.Option(None, help="seed of the suite and the first sampling seed"),
+    preamble_share: float | None = typer.Option(
+        None, help="context: the preamble fills this share of the room a prompt leaves"
     ),
     template: bool | None = typer.Option(
         None,
         "--template/--no-template",
-        help="render with the chat template (default: when present)",
+        help="render with the chat template (default: when the tokenizer has one)",
     ),
     url: str | None = typer.Option(None, help="OpenAI-compatible server for the backend check"),
     model_name: str | None = typer.Option(None, help="served model name at --url"),
     json_path: Annotated[
         Path | None, typer.Option("--json", help="also write consistency.json here")
     ] = None,
-    out: Annotated[Path, typer.Option(help="folder for consistency.json and report.html")] = Path(
-        "consistency"
-    ),
+    out: Annotated[
+        Path | None, typer.Option(help="folder for consistency.json and report.html")
+    ] = None,
 ) -> None:
-    """Explain why the same prompt gives different outputs."""
+    """Explain why the same prompt gives different outputs. Unset options take
+    `ConsistencyConfig`'s defaults (docs/consistency.md)."""
     from pydantic import ValidationError
 
     from loopfix.consistency import (
-        CHECK_NAMES,
         ConsistencyConfig,
         ConsistencyError,
         run_consistency,
@@ -79,16 +79,16 @@ def consistency_command(
     from loopfix.models import ModelLoadError
     from loopfix.suites import SuiteError
 
-    options = {
+    given = {
         "model": model,
         "suite": suite,
         "n": n,
-        "checks": [c.strip() for c in checks.split(",") if c.strip()]
-        if checks
-        else list(CHECK_NAMES),
-        "temperatures": parse_floats(temperatures, "--temperatures"),
+        "checks": None if checks is None else [c.strip() for c in checks.split(",") if c.strip()],
+        "temperatures": None
+        if temperatures is None
+        else parse_floats(temperatures, "--temperatures"),
         "seeds": seeds,
-        "batch_sizes": _ints(batch_sizes, "--batch-sizes"),
+        "batch_sizes": None if batch_sizes is None else _ints(batch_sizes, "--batch-sizes"),
         "max_new_tokens": max_new_tokens,
         "seed": seed,
         "preamble_share": preamble_share,
@@ -97,6 +97,7 @@ def consistency_command(
         "model_name": model_name,
         "out": out,
     }
+    options = {name: value for name, value in given.items() if value is not None}
     try:
         config = ConsistencyConfig.model_validate(options)
     except ValidationError as error:
@@ -126,5 +127,5 @@ def consistency_command(
             check.summary,
         )
     console.print(table)
-    paths = write_consistency(result, out, json_path)
+    paths = write_consistency(result, config.out, json_path)
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))

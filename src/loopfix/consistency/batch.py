@@ -3,7 +3,7 @@ prompts share a batch.
 
 Each configured batch size runs the prompts in their order; one more run takes the largest
 batch with the prompts reversed, so every prompt gets other batch mates and other padding.
-Everything is compared with the first batch size (the reference).
+Everything is compared with greedy at batch 1 (the reference: no padding, no batch mates).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ def batch_runs(session: Session) -> list[Run]:
     """The greedy runs compared with the reference: each other batch size, then the largest
     with the prompts reversed."""
     settings = session.settings()
-    sizes = session.config.batch_sizes
-    runs = [session.hf_run(f"greedy, batch {b}", "batch", settings, b) for b in sizes[1:]]
+    sizes = [size for size in session.config.batch_sizes if size != 1] or [1]
+    runs = [session.hf_run(f"greedy, batch {b}", "batch", settings, b) for b in sizes]
     reverse = list(range(len(session.prompts)))[::-1]
     label = f"greedy, batch {sizes[-1]}, prompts reversed"
     return [*runs, session.hf_run(label, "batch", settings, sizes[-1], order=reverse)]
@@ -28,7 +28,7 @@ def batch_runs(session: Session) -> list[Run]:
 def check_batch_invariance(session: Session) -> CheckResult:
     reference = session.greedy_reference()
     runs = batch_runs(session)
-    sizes = session.config.batch_sizes
+    sizes = sorted({1, *session.config.batch_sizes})
     divergences = []
     numbers: dict[str, int] = {}
     for run in runs:

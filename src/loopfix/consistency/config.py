@@ -46,7 +46,7 @@ class ConsistencyConfig(BaseModel):
         [0.0, 0.3, 1.0], description="temperatures of seed_sensitivity and pool (at least one)"
     )
     batch_sizes: list[int] = Field(
-        [1, 8, 32], min_length=2, description="greedy batch sizes; the first is the reference"
+        [8, 32], min_length=1, description="greedy batch sizes compared with batch 1"
     )
     top_k: list[int] = Field([0, 20], min_length=1, description="sampling_pool top-k values")
     top_p: list[float] = Field([1.0, 0.9], min_length=1, description="sampling_pool top-p values")
@@ -91,6 +91,13 @@ class ConsistencyConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown check {unknown[0]!r}; choose from {', '.join(CHECK_NAMES)}")
         return checks
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _positive(cls, sizes: list[int]) -> list[int]:
+        if any(size < 1 for size in sizes):
+            raise ValueError(f"batch sizes must be >= 1, got {sizes}")
+        return sizes
 
     @field_validator("temperatures")
     @classmethod

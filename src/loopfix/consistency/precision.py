@@ -22,7 +22,6 @@ def check_precision(session: Session) -> CheckResult:
         "greedy, batch 1, bfloat16",
         "precision",
         session.settings(),
-        session.config.batch_sizes[0],
         model=session.bfloat16_model(),
     )
     divergences = session.divergences(reference, low)

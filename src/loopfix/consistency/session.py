@@ -114,12 +114,7 @@ class Session:
 
     def greedy_reference(self) -> Run:
         """Greedy at batch 1 in the model's own precision: what every greedy run is held to."""
-        return self.hf_run(
-            f"greedy, batch {self.config.batch_sizes[0]}",
-            "batch",
-            self.settings(),
-            self.config.batch_sizes[0],
-        )
+        return self.hf_run("greedy, batch 1", "batch", self.settings(), 1)
 
     def bfloat16_model(self) -> PreTrainedModel:
         if self._bfloat16 is None:
