@@ -7,7 +7,10 @@ The baseline row is the unit: one greedy generation of every prompt at batch 1 o
 engine (what `loopfix scan` does for one setting). Each check then runs alone on a fresh
 session (no runs shared with other checks), so its time is what it costs by itself; the last
 rows are the cheap set `doctor` runs (one shared session) and every check together. Model
-loading is excluded; the backend check includes starting vLLM when .venv-vllm exists.
+loading is excluded; the backend check includes starting vLLM when .venv-vllm exists (its
+CPU time is the vLLM subprocess's, which this process does not count: read the wall column).
+Wall time on a shared machine is inflated by other load; CPU time (this process, all threads)
+is not, so the CPU column is the comparable one.
 """
 
 from __future__ import annotations
@@ -44,22 +47,26 @@ def main() -> None:
     options["max_new_tokens"] = args.max_new_tokens
     prompts = [prompt_ids(item, tokenizer) for item in load_suite(args.suite, args.n, 0)]
     settings = DecodeSettings(max_new_tokens=args.max_new_tokens)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     generate(model, tokenizer, prompts, settings, 1)
-    unit = time.perf_counter() - started
+    unit, unit_cpu = time.perf_counter() - started, time.process_time() - cpu
     print(
         f"{args.model}, {args.n} prompts, max_new_tokens {args.max_new_tokens}, "
         f"{args.threads} threads"
     )
-    print(f"{'baseline: one greedy pass, batch 1':40s} {unit:8.1f} s   x1.0")
+    print(f"{'':40s} {'wall':>8s}          {'CPU':>8s}")
+    print(f"{'baseline: one greedy pass, batch 1':40s} {unit:8.1f} s x1.0   {unit_cpu:8.1f} s x1.0")
 
     def timed(label: str, checks: list[str]) -> None:
         config = ConsistencyConfig.model_validate({**options, "checks": checks})
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = run_consistency(config, model, tokenizer)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         statuses = ", ".join(c.status for c in result.checks) if len(checks) == 1 else ""
-        print(f"{label:40s} {seconds:8.1f} s   x{seconds / unit:.1f}   {statuses}")
+        print(
+            f"{label:40s} {seconds:8.1f} s x{seconds / unit:<4.1f} "
+            f"{cpu:8.1f} s x{cpu / unit_cpu:<4.1f} {statuses}"
+        )
 
     names = CHECK_NAMES if args.checks == "all" else CHEAP_CHECKS
     for name in names:
