@@ -65,3 +65,30 @@ def test_a_template_check_on_a_model_without_one_is_an_error(tmp_path: Path) -> 
     )
     with pytest.raises(ConsistencyError, match="no chat template"):
         run_consistency(config, tiny_model("llama"), _tokenizer())
+
+
+def test_chat_template_prompts_are_checked_for_lost_text(tmp_path: Path) -> None:
+    tokenizer = _tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}<s> {{ m['content'] }} {% endfor %}"
+    config = ConsistencyConfig(
+        model="tiny:llama",
+        suite=str(_suite(tmp_path)),
+        n=3,
+        checks=["context"],
+        max_new_tokens=4,
+        template=True,
+    )
+    context = run_consistency(config, tiny_model("llama"), tokenizer).check("context")
+    assert context.numbers["chat_template"] is True
+    assert context.numbers["template_dropped_text"] == 0
+
+
+def test_a_template_that_cuts_the_prompt_warns(tmp_path: Path) -> None:
+    tokenizer = _tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}<s> {{ m['content'][:5] }} {% endfor %}"
+    config = ConsistencyConfig(
+        model="tiny:llama", suite=str(_suite(tmp_path)), n=3, checks=["context"], max_new_tokens=4
+    )
+    context = run_consistency(config, tiny_model("llama"), tokenizer).check("context")
+    assert context.numbers["template_dropped_text"] == 2  # "a b c d", "a b c d e" cut to "a b c"
+    assert context.status == "warn" and "drops text of 2 prompts" in context.summary

@@ -5,7 +5,8 @@ Numbers: the window (max positions), a sliding attention window when the config 
 some layer, the tokenizer's own length limit, the longest prompt (+ max_new_tokens), and with a
 chat template whether each prompt's text survives rendering. Then every prompt is generated
 greedily again behind a preamble made of the other prompts' tokens, filling
-`preamble_share` of the room the prompt leaves in the window, and compared with its plain output.
+`preamble_share` of the room the prompt leaves in the window (three prompts long when the window
+is unknown), and compared with its plain output.
 
 Status: fail when some prompt + max_new_tokens exceeds the window (the output would be cut or
 the context truncated); warn when a sliding window or the tokenizer's limit is shorter than that,
@@ -58,11 +59,12 @@ def _preamble_run(session: Session, limit: int | None) -> tuple[list[list[int]],
     config = session.config
     contexts = []
     for position, prompt in enumerate(session.prompts):
-        room = (limit or 4 * len(prompt.ids) + config.max_new_tokens) - len(prompt.ids)
-        room -= config.max_new_tokens
-        contexts.append(
-            _preamble(session, position, max(0, int(room * config.preamble_share))) + prompt.ids
-        )
+        if limit is None:  # no known window: a preamble three prompts long
+            size = 3 * len(prompt.ids)
+        else:
+            room = limit - len(prompt.ids) - config.max_new_tokens
+            size = max(0, int(room * config.preamble_share))
+        contexts.append(_preamble(session, position, size) + prompt.ids)
     generations = generate(session.model, session.tokenizer, contexts, session.settings(), 1)
     shortest = min(len(c) - len(p.ids) for c, p in zip(contexts, session.prompts, strict=True))
     return [g.tokens for g in generations], shortest
