@@ -92,3 +92,21 @@ def test_a_template_that_cuts_the_prompt_warns(tmp_path: Path) -> None:
     context = run_consistency(config, tiny_model("llama"), tokenizer).check("context")
     assert context.numbers["template_dropped_text"] == 2  # "a b c d", "a b c d e" cut to "a b c"
     assert context.status == "warn" and "drops text of 2 prompts" in context.summary
+
+
+def test_determinism_without_the_thread_comparison(tmp_path: Path) -> None:
+    config = ConsistencyConfig(
+        model="tiny:llama",
+        suite=str(_suite(tmp_path)),
+        n=3,
+        checks=["determinism", "loop_stability"],
+        temperatures=[0.0, 1.0],
+        batch_sizes=[3],
+        max_new_tokens=6,
+        compare_threads=False,
+    )
+    result = run_consistency(config, tiny_model("llama"), _tokenizer())
+    determinism = result.check("determinism")
+    assert "diverging_prompts_threads" not in determinism.numbers
+    assert determinism.status == "pass" and "threads" not in determinism.summary
+    assert "threads" not in result.check("loop_stability").numbers["factors"]

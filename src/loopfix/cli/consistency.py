@@ -57,6 +57,11 @@ def consistency_command(
         "--template/--no-template",
         help="render with the chat template (default: when the tokenizer has one)",
     ),
+    compare_threads: bool | None = typer.Option(
+        None,
+        "--compare-threads/--no-compare-threads",
+        help="determinism also compares greedy on another torch thread count (default: on)",
+    ),
     url: str | None = typer.Option(None, help="OpenAI-compatible server for the backend check"),
     model_name: str | None = typer.Option(None, help="served model name at --url"),
     json_path: Annotated[
@@ -93,6 +98,7 @@ def consistency_command(
         "seed": seed,
         "preamble_share": preamble_share,
         "template": template,
+        "compare_threads": compare_threads,
         "url": url,
         "model_name": model_name,
         "out": out,

@@ -65,6 +65,11 @@ class ConsistencyConfig(BaseModel):
         description="sampling_pool warns where the pool is one token on more than this share "
         "of steps",
     )
+    compare_threads: bool = Field(
+        True,
+        description="determinism also runs greedy on another torch thread count (2 when on 1, "
+        "else 1); on an oversubscribed machine a second thread costs far more than it measures",
+    )
     preamble_share: float = Field(
         0.5,
         gt=0.0,

@@ -25,7 +25,8 @@ def thread_run(session: Session) -> Run:
 
 def check_determinism(session: Session) -> CheckResult:
     """Each setting generated twice in two separate engine runs (batch 1, seed config.seed):
-    greedy, and the highest configured temperature; then greedy with another thread count."""
+    greedy, and the highest configured temperature; then (compare_threads) greedy with another
+    thread count."""
     temperatures = [0.0, *session.config.sampled_temperatures[-1:]]
     divergences = []
     numbers: dict[str, int] = {}
@@ -40,15 +41,18 @@ def check_determinism(session: Session) -> CheckResult:
         found = session.divergences(first, second)
         numbers[f"diverging_prompts_t{temperature:g}"] = len(found)
         divergences += found
-    threads = thread_run(session)
-    found = session.divergences(session.greedy_reference(), threads)
-    numbers["diverging_prompts_threads"] = len(found)
-    divergences += found
-    pairs = len(session.prompts) * (len(temperatures) + 1)
+    labels = [f"T={t:g} twice" for t in temperatures]
+    if session.config.compare_threads:
+        threads = thread_run(session)
+        found = session.divergences(session.greedy_reference(), threads)
+        numbers["diverging_prompts_threads"] = len(found)
+        divergences += found
+        labels.append(f"{threads.label} vs batch 1")
+    pairs = len(session.prompts) * len(labels)
     return CheckResult(
         "determinism",
         divergence_status(divergences),
-        f"T={' and T='.join(f'{t:g}' for t in temperatures)} twice, and {threads.label}: "
+        f"{', '.join(labels)}: "
         + divergence_summary(divergences, pairs).replace("prompts", "prompt x run pairs"),
         {
             "temperatures": temperatures,
