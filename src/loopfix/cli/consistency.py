@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, parse_floats
+from loopfix.cli.common import console, examples, parse_ints, parse_temperatures
 
 EXAMPLES = examples(
     "loopfix consistency loopfix:stargraph --n 32 --out runs/consistency",
@@ -24,15 +24,6 @@ def register(app: typer.Typer) -> None:
         help="Explain why the same prompt gives different outputs (seed, batch, precision, "
         "backend, context)." + EXAMPLES,
     )(consistency_command)
-
-
-def _ints(text: str, option: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise typer.BadParameter(
-            f"expected comma-separated integers, got {text!r}", param_hint=option
-        ) from None
 
 
 def consistency_command(
@@ -73,27 +64,17 @@ def consistency_command(
 ) -> None:
     """Explain why the same prompt gives different outputs. Unset options take
     `ConsistencyConfig`'s defaults (docs/consistency.md)."""
-    from pydantic import ValidationError
-
-    from loopfix.consistency import (
-        ConsistencyConfig,
-        ConsistencyError,
-        run_consistency,
-        write_consistency,
-    )
-    from loopfix.models import ModelLoadError
-    from loopfix.suites import SuiteError
+    from loopfix.atomic import check_output_path
+    from loopfix.consistency import ConsistencyConfig, run_consistency, write_consistency
 
     given = {
         "model": model,
         "suite": suite,
         "n": n,
         "checks": None if checks is None else [c.strip() for c in checks.split(",") if c.strip()],
-        "temperatures": None
-        if temperatures is None
-        else parse_floats(temperatures, "--temperatures"),
+        "temperatures": None if temperatures is None else parse_temperatures(temperatures),
         "seeds": seeds,
-        "batch_sizes": None if batch_sizes is None else _ints(batch_sizes, "--batch-sizes"),
+        "batch_sizes": None if batch_sizes is None else parse_ints(batch_sizes, "--batch-sizes"),
         "max_new_tokens": max_new_tokens,
         "seed": seed,
         "preamble_share": preamble_share,
@@ -104,27 +85,19 @@ def consistency_command(
         "out": out,
     }
     options = {name: value for name, value in given.items() if value is not None}
-    try:
-        config = ConsistencyConfig.model_validate(options)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"][:1])
-        raise typer.BadParameter(
-            first["msg"].removeprefix("Value error, "), param_hint=f"--{field.replace('_', '-')}"
-        ) from None
-    table = Table(title=f"consistency of {model} on {suite}")
+    config = ConsistencyConfig.model_validate(options)  # errors: one line, by LoopfixGroup
+    check_output_path(config.out, folder=True)
+    if json_path is not None:
+        check_output_path(json_path)
+    table = Table(title=f"consistency of {model} on {config.suite}")
     for column in ("check", "status", "seconds", "summary"):
         table.add_column(column)
-    try:
-        result = run_consistency(
-            config,
-            on_check=lambda c: console.print(
-                f"{c.name}: [{_COLORS[c.status]}]{c.status}[/] ({c.seconds:.1f} s)"
-            ),
-        )
-    except (ConsistencyError, SuiteError, ModelLoadError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+    result = run_consistency(
+        config,
+        on_check=lambda c: console.print(
+            f"{c.name}: [{_COLORS[c.status]}]{c.status}[/] ({c.seconds:.1f} s)"
+        ),
+    )
     for check in result.checks:
         table.add_row(
             check.name,

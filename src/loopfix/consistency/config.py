@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from loopfix.errors import LoopfixError
+
 __all__ = ["CHEAP_CHECKS", "CHECK_NAMES", "ConsistencyConfig", "ConsistencyError"]
 
 CHECK_NAMES: tuple[str, ...] = (
@@ -27,7 +29,7 @@ CHEAP_CHECKS: tuple[str, ...] = ("determinism", "batch_invariance", "seed_sensit
 """Checks that need no second model copy, no other process and no grid: what `doctor` runs."""
 
 
-class ConsistencyError(ValueError):
+class ConsistencyError(LoopfixError, ValueError):
     """Input the consistency checks cannot use (one line, naming the field)."""
 
 

@@ -6,6 +6,7 @@ import json
 from html import escape
 from pathlib import Path
 
+from loopfix.atomic import write_text_atomic
 from loopfix.consistency.result import CheckResult, ConsistencyResult, Divergence, TokenProbability
 from loopfix.report import STYLE, Series, rate_chart
 
@@ -121,13 +122,11 @@ def write_consistency(
     result: ConsistencyResult, out: Path, json_path: Path | None = None
 ) -> dict[str, Path]:
     """Write OUT/consistency.json and OUT/report.html (and the JSON again at `json_path`)."""
-    out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
     paths = {"json": out / "consistency.json", "html": out / "report.html"}
-    paths["json"].write_text(text, encoding="utf-8")
-    paths["html"].write_text(render_consistency(result), encoding="utf-8")
+    write_text_atomic(paths["json"], text)
+    write_text_atomic(paths["html"], render_consistency(result))
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(text, encoding="utf-8")
+        write_text_atomic(json_path, text)
         paths["extra_json"] = json_path
     return paths

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
+from loopfix.backends.engine import eos_set
 from loopfix.backends.hf import generate
 from loopfix.consistency.config import ConsistencyConfig
 from loopfix.consistency.divergence import find_divergence
@@ -124,9 +125,15 @@ class Session:
         return self._bfloat16
 
     def loops(self, tokens: list[int]) -> bool:
+        """The scan's verdict; an output that reached the cap without EOS counts as cut."""
         text = str(self.tokenizer.decode(tokens, skip_special_tokens=True))
         config = scan_detect_config(self.config.max_new_tokens)
-        return judge_loop(tokens, text, self.tokenizer, config).looping
+        ended = bool(tokens) and tokens[-1] in eos_set(self.tokenizer.eos_token_id)
+        cut = len(tokens) >= self.config.max_new_tokens and not ended
+        verdict = judge_loop(
+            tokens, text, self.tokenizer, config, finish_reason="length" if cut else "stop"
+        )
+        return verdict.looping
 
     def divergence(self, position: int, a: Run, b: Run) -> Divergence | None:
         """The first divergence of prompt `position` between runs a (reference) and b."""
