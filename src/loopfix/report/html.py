@@ -17,11 +17,11 @@ from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
 from loopfix.report.svg import Series, histogram_chart, rate_chart
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["STYLE", "render_report", "write_report"]
 
 MAX_PROMPT_ROWS = 200
 MAX_TEXT_CHARS = 3000
-_STYLE = """
+STYLE = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 table{border-collapse:collapse;margin:12px 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
@@ -175,7 +175,7 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
         [
             "<!DOCTYPE html>",
             "<html lang=en><head><meta charset=utf-8>",
-            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
             f"<p class=small>{summary['records']} records · loopfix {__version__} · "
             "loop = default detector (or a server's repetition stop); paper metric = some n-gram "
