@@ -27,7 +27,8 @@ import numpy as np
 import torch
 from transformers import NoRepeatNGramLogitsProcessor, RepetitionPenaltyLogitsProcessor
 
-from loopfix.guards import GuardContext, dry_penalties, dry_repeat_lengths, parse_guards
+from loopfix.guards import GuardContext, parse_guards
+from loopfix.guards.dry_reference import dry_penalties, dry_repeat_lengths
 
 GUARDS: dict[str, dict[str, object]] = {
     "penalty": {"penalty.repetition": 1.1, "penalty.presence": 0.5, "penalty.frequency": 0.1},

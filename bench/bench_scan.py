@@ -27,13 +27,14 @@ def requests_for(model: str, prompts: int) -> list:
 
     from loopfix.backends import Request
     from loopfix.models import resolve_model_path
-    from loopfix.scan.plan import sample_seed
+    from loopfix.seeds import derive_seed
     from loopfix.suites import stargraph_suite
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(model))
     items = stargraph_suite(prompts, seed=777)
     return [
-        Request(ids=tokenizer(i.prompt)["input_ids"], seed=sample_seed(0, i.id, 0)) for i in items
+        Request(ids=tokenizer(i.prompt)["input_ids"], seed=derive_seed(0, i.id, 0, bits=31))
+        for i in items
     ]
 
 

@@ -1,5 +1,59 @@
-"""loopfix: measure, explain and fix generation loops in language models."""
+"""loopfix: measure, explain and fix generation loops in language models.
+
+The public API, each in five lines in docs/api.md: detection (`detect_text`, `detect_tokens`,
+`LoopMonitor`), guards for a user's own `model.generate` (`guard_processor`), the verbs
+(`run_scan`, `run_compare`, `run_repair`, `run_doctor`, with their settings `ScanConfig`,
+`CompareConfig`, `RepairConfig`), models (`load_model`) and patches (`load_patch`,
+`apply_patch`, `patched`). Names are imported on first use, so `import loopfix` stays fast and
+pulls in neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# name -> module that defines it
+_API = {
+    "CompareConfig": "loopfix.scan.guard_comparison",
+    "LoopMonitor": "loopfix.detect",
+    "RepairConfig": "loopfix.repair",
+    "ScanConfig": "loopfix.scan",
+    "apply_patch": "loopfix.patch",
+    "detect_text": "loopfix.detect",
+    "detect_tokens": "loopfix.detect",
+    "guard_processor": "loopfix.guards",
+    "load_model": "loopfix.models",
+    "load_patch": "loopfix.patch",
+    "patched": "loopfix.patch",
+    "run_compare": "loopfix.scan.guard_comparison",
+    "run_doctor": "loopfix.doctor",
+    "run_repair": "loopfix.repair",
+    "run_scan": "loopfix.scan",
+}
+
+__all__ = ["__version__", *_API]
+
+if TYPE_CHECKING:
+    from loopfix.detect import LoopMonitor, detect_text, detect_tokens
+    from loopfix.doctor import run_doctor
+    from loopfix.guards import guard_processor
+    from loopfix.models import load_model
+    from loopfix.patch import apply_patch, load_patch, patched
+    from loopfix.repair import RepairConfig, run_repair
+    from loopfix.scan import ScanConfig, run_scan
+    from loopfix.scan.guard_comparison import CompareConfig, run_compare
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'loopfix' has no attribute {name!r}")
+    value = getattr(import_module(_API[name]), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

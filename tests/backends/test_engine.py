@@ -4,7 +4,8 @@ import torch
 
 from loopfix.backends.engine import DecodeEngine
 from loopfix.backends.sampling import draw, uniforms
-from loopfix.guards import Guard, GuardChain, GuardParams, parse_guards
+from loopfix.guards import GuardChain, parse_guards
+from loopfix.guards.base import Guard, GuardParams
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
 from tests.decoding import plain_greedy

@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
-from loopfix.guards import GuardContext, dry_penalties, dry_repeat_lengths, parse_guards
-from loopfix.guards.dry_reference import max_exponent
+from loopfix.guards import GuardContext, parse_guards
+from loopfix.guards.dry_reference import dry_penalties, dry_repeat_lengths, max_exponent
 from loopfix.lab.stargraph import TOKEN_ID
 from loopfix.lab.tokenizer import build_tokenizer
 

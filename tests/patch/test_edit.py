@@ -2,16 +2,9 @@ import pytest
 import torch
 
 from loopfix.models import architecture_for, write_matrix
-from loopfix.patch import (
-    EditSite,
-    apply_patch,
-    build_patch,
-    edited_columns,
-    site_module,
-    top_columns,
-    unit,
-    write_strength,
-)
+from loopfix.patch import EditSite, apply_patch, build_patch
+from loopfix.patch.edit import edited_columns, top_columns, unit, write_strength
+from loopfix.patch.sites import site_module
 
 from .helpers import fresh, requests_for
 

@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.models import tiny_tokenizer
-from loopfix.patch import PATCH_COPY_DIR, build_patch, load_patch, patched, save_patch
+from loopfix.patch import build_patch, load_patch, patched, save_patch
+from loopfix.patch.export import PATCH_COPY_DIR
 
 from .helpers import fresh, requests_for
 

@@ -4,15 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from loopfix.patch import (
-    MANIFEST_NAME,
-    TENSORS_NAME,
-    PatchFormatError,
-    build_patch,
-    load_patch,
-    patched,
-    save_patch,
-)
+from loopfix.patch import PatchFormatError, build_patch, load_patch, patched, save_patch
+from loopfix.patch.format import MANIFEST_NAME, TENSORS_NAME
 
 from .helpers import fresh, requests_for
 

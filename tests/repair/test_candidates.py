@@ -1,8 +1,8 @@
 import torch
 
 from loopfix.models import tiny_model
-from loopfix.repair import candidate_grid, norm_matched_control, random_directions
-from loopfix.repair.candidates import edit_norm, layer_sets
+from loopfix.repair.candidates import candidate_grid, edit_norm, layer_sets, norm_matched_control
+from loopfix.repair.directions import random_directions
 
 
 def test_grid_respects_the_touched_budget_and_uses_top_columns() -> None:

@@ -15,19 +15,14 @@ from loopfix.lab.evaluate import testbed_config as task_config  # pytest collect
 from loopfix.lab.stargraph import PAD_ID
 from loopfix.models import load_model
 from loopfix.patch import build_patch
-from loopfix.repair import (
-    ProxyScore,
-    RepairConfig,
-    Scorer,
-    candidate_grid,
-    make_pairs,
-    normal_walks,
-    run_repair,
-)
+from loopfix.repair import RepairConfig, run_repair
 from loopfix.repair.batches import branch_batches, walk_batches
+from loopfix.repair.branches import make_pairs, normal_walks
+from loopfix.repair.candidates import candidate_grid
 from loopfix.repair.directions import mean_difference_directions
 from loopfix.repair.optuna_search import Scored, optuna_search
 from loopfix.repair.probe import class_means
+from loopfix.repair.scoring import ProxyScore, Scorer
 
 # Layer 0's o_proj carries the testbed's copy mode (docs/repair.md); layer 2 is the runner-up.
 LAYERS = [0, 2]

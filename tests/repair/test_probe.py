@@ -1,7 +1,8 @@
 import torch
 
 from loopfix.models import tiny_model
-from loopfix.patch import EditSite, site_module
+from loopfix.patch import EditSite
+from loopfix.patch.sites import site_module
 from loopfix.repair.batches import make_batches
 from loopfix.repair.probe import class_means, projections
 

@@ -3,9 +3,8 @@ import torch
 
 from loopfix.models import supported_families, tiny_model
 from loopfix.patch import EditRequest, EditSite, build_patch, patched
-from loopfix.repair import PrefixCache
 from loopfix.repair.batches import make_batches
-from loopfix.repair.replay import readout_logprobs
+from loopfix.repair.replay import PrefixCache, readout_logprobs
 
 
 @pytest.mark.parametrize("family", supported_families())

@@ -8,17 +8,11 @@ import pytest
 from loopfix.detect import detect_text
 from loopfix.models import load_model
 from loopfix.records import Sample
-from loopfix.repair import (
-    RepairInputError,
-    ScanRecords,
-    loop_location,
-    normal_texts,
-    read_records,
-    scan_pairs,
-    split_prompts,
-)
-from loopfix.repair.scan_branches import MIN_BRANCH_TOKENS
-from loopfix.scan import ScanConfig, run_scan, scan_detect_config
+from loopfix.repair import RepairInputError
+from loopfix.repair.scan_branches import MIN_BRANCH_TOKENS, loop_location, normal_texts, scan_pairs
+from loopfix.repair.scan_records import ScanRecords, read_records, split_prompts
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.detection import scan_detect_config
 
 CAP = 40
 

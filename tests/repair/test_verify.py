@@ -1,4 +1,4 @@
-from loopfix.repair import Outcomes, compare_outcomes
+from loopfix.repair.verify import Outcomes, compare_outcomes
 
 
 def test_paired_counts_and_where_the_loops_went() -> None:

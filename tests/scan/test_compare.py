@@ -1,7 +1,8 @@
 import pytest
 
 from loopfix.records import Sample
-from loopfix.scan import compare_samples, mcnemar_exact
+from loopfix.scan.compare import compare_samples
+from loopfix.scan.stats import mcnemar_exact
 
 
 def sample(prompt: int, temperature: float, correct: bool, looping: bool) -> Sample:

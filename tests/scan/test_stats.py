@@ -1,6 +1,6 @@
 import pytest
 
-from loopfix.scan import mcnemar_exact, wilson_interval
+from loopfix.scan.stats import mcnemar_exact, wilson_interval
 
 
 def test_wilson_interval_known_values() -> None:

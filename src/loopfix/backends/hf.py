@@ -10,7 +10,6 @@ chain run inside the engine.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,9 @@ from loopfix.backends.base import Generation, Request, dtype_name
 from loopfix.backends.engine import DecodeEngine, EngineResult
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
+from loopfix.seeds import derive_seed
 
-__all__ = ["HFBackend", "generate", "prompt_seed"]
-
-
-def prompt_seed(seed: int, position: int) -> int:
-    """The seed of the prompt at `position` in a `generate` call with run seed `seed`."""
-    digest = hashlib.sha256(f"{seed}:{position}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")
+__all__ = ["HFBackend", "generate"]
 
 
 def _generation(result: EngineResult, text: str | None = None) -> Generation:
@@ -75,7 +69,7 @@ def generate(
         capture,
     )
     seeds = (
-        seeds if seeds is not None else [prompt_seed(settings.seed, i) for i in range(len(prompts))]
+        seeds if seeds is not None else [derive_seed(settings.seed, i) for i in range(len(prompts))]
     )
     results: dict[int, Generation] = {}
     for index, result in engine.run(prompts, seeds):

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from loopfix.models import write_matrix
-from loopfix.patch import EditRequest, EditSite, SiteKind, site_module, site_orientation
+from loopfix.patch import EditRequest, EditSite
 from loopfix.patch.edit import top_columns, write_strength
+from loopfix.patch.sites import SiteKind, site_module, site_orientation
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from loopfix.patch import EditSite, SiteKind, site_module
+from loopfix.patch import EditSite
+from loopfix.patch.sites import SiteKind, site_module
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.hooks import direction_ablation, hooked
 

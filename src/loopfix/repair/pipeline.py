@@ -37,7 +37,9 @@ from loopfix.models import (
     residual_width,
     write_matrix,
 )
-from loopfix.patch import EditSite, build_patch, save_patch, site_module, write_strength
+from loopfix.patch import EditSite, build_patch, save_patch
+from loopfix.patch.edit import write_strength
+from loopfix.patch.sites import site_module
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.branches import BranchPair
 from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from loopfix.models import decoder_layers
-from loopfix.patch import EditSite, site_module
+from loopfix.patch import EditSite
+from loopfix.patch.sites import site_module
 from loopfix.repair.batches import ProbeBatch
 from loopfix.repair.hooks import hooked, layer_output
 

@@ -26,11 +26,13 @@ import torch
 
 from loopfix.backends.hf import generate
 from loopfix.detect import DetectConfig, LoopVerdict, detect_text
-from loopfix.guards import Guard, GuardChain, GuardParams, Row
+from loopfix.guards.base import Guard, GuardParams, Row
+from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, Sample
 from loopfix.repair.branches import BranchPair
 from loopfix.repair.scan_records import ScanRecords
-from loopfix.scan import is_loop, scan_detect_config
+from loopfix.scan.detection import scan_detect_config
+from loopfix.scan.summary import is_loop
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

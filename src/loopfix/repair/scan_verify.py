@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 from loopfix.backends.hf import HFBackend
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
-from loopfix.scan import ScanConfig, compare_samples, is_loop, mcnemar_exact, run_scan
-from loopfix.scan.summary import setting_summary
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.compare import compare_samples
+from loopfix.scan.stats import mcnemar_exact
+from loopfix.scan.summary import is_loop, setting_summary
 from loopfix.suites import SuiteItem
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from loopfix.lab.evaluate import classify, loop_detector_config
 from loopfix.lab.stargraph import StarGraph, make_graphs, score_walk
 from loopfix.records import DecodeSettings
 from loopfix.repair.config import RepairConfig
-from loopfix.scan import mcnemar_exact
+from loopfix.scan.stats import mcnemar_exact
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

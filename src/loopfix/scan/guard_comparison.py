@@ -32,7 +32,8 @@ from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import guard_names, parse_guards
 from loopfix.records import read_samples
-from loopfix.scan import ScanConfig, compare_samples, run_scan
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.compare import compare_samples
 
 __all__ = ["CompareConfig", "run_compare"]
 

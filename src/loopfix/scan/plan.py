@@ -8,14 +8,14 @@ samples an uninterrupted run would have written: resuming changes nothing but th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from loopfix.backends.base import Request
 from loopfix.records import DecodeSettings
+from loopfix.seeds import derive_seed
 from loopfix.suites import SuiteItem
 
-__all__ = ["Job", "PreparedItem", "chunks", "jobs_for", "sample_seed"]
+__all__ = ["Job", "PreparedItem", "chunks", "jobs_for"]
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,11 @@ class Job:
         return Request(template.ids, template.text, template.messages, self.seed)
 
 
-def sample_seed(seed: int, prompt_id: str, sample_index: int) -> int:
-    """A seed per (run seed, prompt, sample), equal across temperatures so that settings are
-    compared on common random numbers."""
-    digest = hashlib.sha256(f"{seed}:{prompt_id}:{sample_index}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
 def jobs_for(settings: DecodeSettings, items: list[PreparedItem], samples: int) -> list[Job]:
+    # A seed per (run seed, prompt, sample), equal across temperatures so that settings are
+    # compared on common random numbers; 31 bits, which every server accepts.
     return [
-        Job(settings, prepared, index, sample_seed(settings.seed, prepared.item.id, index))
+        Job(settings, prepared, index, derive_seed(settings.seed, prepared.item.id, index, bits=31))
         for index in range(samples)
         for prepared in items
     ]

@@ -1,0 +1,5 @@
+"""`python -m loopfix`: the same command line as the `loopfix` script."""
+
+from loopfix.cli import main
+
+main()
