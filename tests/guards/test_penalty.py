@@ -12,7 +12,7 @@ def run(spec: str, args: dict, prompt: list[int], output: list[int], logits: tor
 
 def test_repetition_penalty_divides_positive_and_multiplies_negative(logits) -> None:
     # Seen: 0 (2.0) and 1 (-1.0) in the prompt, 3 (3.0) in the output.
-    result = run("penalty", {"penalty.repetition": 2.0}, [0, 1], [3], logits)
+    result = run("penalty", {"penalty.repetition": 2.0, "penalty.presence": 0}, [0, 1], [3], logits)
     expected = torch.tensor([[1.0, -2.0, 0.5, 1.5, -2.0, 1.0, 0.0, -0.5]])
     assert torch.equal(result, expected)
 

@@ -65,7 +65,9 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     )
     assert checks["success_not_down_primary"] == (paired["rescues"] >= paired["regressions"])
     assert checks["kl_within_budget"] == (verify["kl"] <= config.max_kl)
-    assert checks["touched_within_1_percent"] == (verify["touched_fraction"] <= 0.01)
+    assert checks["touched_within_budget"] == (
+        verify["touched_fraction"] <= verify["config"]["max_touched_fraction"]
+    )
     assert verify["accepted"] == all(checks.values())
     failed = [name for name, ok in checks.items() if not ok]
     assert verify["verdict"].startswith("accepted" if not failed else "no selective loop direction")

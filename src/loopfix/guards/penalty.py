@@ -24,8 +24,12 @@ __all__ = ["PenaltyGuard", "PenaltyParams", "PenaltyState", "TokenBuffer"]
 
 
 class PenaltyParams(GuardParams):
+    # Asking for `penalty` turns one on: presence 1.5, the upper end of the range Qwen's model
+    # cards recommend against endless repetition (docs/guards.md); the others stay off.
     repetition: float = Field(1.0, gt=0.0, description="HF repetition penalty; 1 = off")
-    presence: float = Field(0.0, ge=-2.0, le=2.0, description="OpenAI presence penalty; 0 = off")
+    presence: float = Field(
+        1.5, ge=-2.0, le=2.0, description="OpenAI presence penalty (Qwen model cards: 0-2)"
+    )
     frequency: float = Field(0.0, ge=-2.0, le=2.0, description="OpenAI frequency penalty; 0 = off")
 
 

@@ -13,9 +13,7 @@ from loopfix.repair.verification import temperature_key
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["MAX_TOUCHED_FRACTION", "decide"]
-
-MAX_TOUCHED_FRACTION = 0.01
+__all__ = ["decide"]
 
 
 def _checks(
@@ -38,7 +36,7 @@ def _checks(
         "control_below_half_the_reduction": reduction > 0 and control_reduction < 0.5 * reduction,
         "success_not_down_primary": paired["rescues"] >= paired["regressions"],
         "kl_within_budget": kl <= config.max_kl,
-        "touched_within_1_percent": touched <= MAX_TOUCHED_FRACTION,
+        "touched_within_budget": touched <= config.max_touched_fraction,
         "activation_ablation_removes_loops": bool(causal["summary"]["removes_loops"]),
     }
     if greedy is not None:
