@@ -10,14 +10,15 @@ pulls in neither torch nor transformers.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from loopfix.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 # name -> module that defines it
 _API = {
-    "CompareConfig": "loopfix.scan.guard_comparison",
+    "CompareConfig": "loopfix.scan.guard_config",
     "LoopMonitor": "loopfix.detect",
     "RepairConfig": "loopfix.repair",
     "ScanConfig": "loopfix.scan",
@@ -34,7 +35,24 @@ _API = {
     "run_scan": "loopfix.scan",
 }
 
-__all__ = ["__version__", *_API]
+__all__ = [
+    "CompareConfig",
+    "LoopMonitor",
+    "RepairConfig",
+    "ScanConfig",
+    "__version__",
+    "apply_patch",
+    "detect_text",
+    "detect_tokens",
+    "guard_processor",
+    "load_model",
+    "load_patch",
+    "patched",
+    "run_compare",
+    "run_doctor",
+    "run_repair",
+    "run_scan",
+]
 
 if TYPE_CHECKING:
     from loopfix.detect import LoopMonitor, detect_text, detect_tokens
@@ -44,16 +62,8 @@ if TYPE_CHECKING:
     from loopfix.patch import apply_patch, load_patch, patched
     from loopfix.repair import RepairConfig, run_repair
     from loopfix.scan import ScanConfig, run_scan
-    from loopfix.scan.guard_comparison import CompareConfig, run_compare
+    from loopfix.scan.guard_comparison import run_compare
+    from loopfix.scan.guard_config import CompareConfig
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _API:
-        raise AttributeError(f"module 'loopfix' has no attribute {name!r}")
-    value = getattr(import_module(_API[name]), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _API)

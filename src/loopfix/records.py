@@ -29,12 +29,11 @@ Temperature = Annotated[
 ]
 
 
-class DecodeSettings(BaseModel):
-    """How one sample was decoded. Temperature 0 means greedy."""
+class SamplerSettings(BaseModel):
+    """The sampler's settings that one sample and a whole scan share (defined once, here)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    temperature: Temperature = 0.0
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     top_k: int = Field(0, ge=0, description="keep the k most likely tokens; 0 = off")
     min_p: float = Field(0.0, ge=0.0, le=1.0, description="drop tokens below min_p * p_top1")
@@ -45,8 +44,16 @@ class DecodeSettings(BaseModel):
     frequency_penalty: float = Field(
         0.0, ge=-2.0, le=2.0, description="OpenAI frequency penalty on generated tokens; 0 = off"
     )
+    seed: int = Field(
+        0, description="run seed: the built-in suites' prompts and every sample's sampler seed"
+    )
+
+
+class DecodeSettings(SamplerSettings):
+    """How one sample was decoded. Temperature 0 means greedy."""
+
+    temperature: Temperature = 0.0
     max_new_tokens: int = Field(256, ge=1, description="generation cap (a 'cut' when reached)")
-    seed: int = Field(0, description="seed of the sampler")
 
     @property
     def greedy(self) -> bool:

@@ -48,19 +48,20 @@ def test_compare_pairs_every_guard_with_none(tiny_folder: Path, tmp_path: Path) 
     summary = run_compare(
         config(tiny_folder, tmp_path, ["rescue", "dry"], **{"rescue.min_span": 6})
     )
-    entries = {entry["guard"]: entry for entry in summary["entries"]}
+    entries = {entry.guard: entry for entry in summary.entries}
     assert list(entries) == ["none", "rescue", "dry"]  # the baseline is always run first
     for entry in entries.values():
-        assert entry["n"] == 2 and entry["tokens_per_s"] > 0
-        assert entry["regressions"] >= 0 and entry["rescued_samples"] >= 0
+        assert entry.n == 2 and entry.tokens_per_s is not None and entry.tokens_per_s > 0
+        assert entry.regressions is not None and entry.regressions >= 0
+        assert entry.rescued_samples is not None and entry.rescued_samples >= 0
     records = list(SampleStore(tmp_path / "out" / "runs" / "rescue" / "T0" / "records.jsonl"))
     assert len(records) == 2  # every sample's record says what the guards did
     logged = [rescue for s in records for rescue in s.meta["guards"]["rescues"]]
-    assert entries["rescue"]["rescues"] == len(logged)
+    assert entries["rescue"].rescues == len(logged)
     assert (tmp_path / "out" / "report.html").read_text().count("<tr>") == 4
     # A rerun resumes: nothing is generated again and the summary is the same.
     again = run_compare(config(tiny_folder, tmp_path, ["rescue", "dry"], **{"rescue.min_span": 6}))
-    assert [e["loop_rate"] for e in again["entries"]] == [e["loop_rate"] for e in entries.values()]
+    assert [e.loop_rate for e in again.entries] == [e.loop_rate for e in entries.values()]
     # Another comparison into the same directory is refused before anything is generated.
     with pytest.raises(GuardError, match="other guards or settings"):
         run_compare(config(tiny_folder, tmp_path, ["dry"]))
@@ -87,12 +88,12 @@ def test_pairs_are_exact_at_any_temperature(tiny_folder: Path, tmp_path: Path) -
     base = config(tiny_folder, tmp_path, ["cut"], **{"cut.min_span": 64, "cut.max_period": 32})
     scan = base.scan.model_copy(update={"temperatures": [1.0], "samples": 3})
     summary = run_compare(base.model_copy(update={"scan": scan}))
-    none, cut = summary["entries"]
+    none, cut = summary.entries
     runs = tmp_path / "out" / "runs"
     tokens = {
         spec: [s.tokens for s in SampleStore(runs / spec / "T1" / "records.jsonl")]
         for spec in ("none", "cut")
     }
     assert tokens["none"] == tokens["cut"] and len(tokens["none"]) == 6
-    assert cut["rescued_samples"] == cut["regressions"] == 0
-    assert cut["loop_rate"] == none["loop_rate"]
+    assert cut.rescued_samples == cut.regressions == 0
+    assert cut.loop_rate == none.loop_rate

@@ -76,6 +76,8 @@ class Backend(Protocol):
     tokenizer: the local tokenizer used to build `Request.ids` and decode; None when the
         backend's server tokenizes (requests then carry text or messages).
     context_length: the longest prompt + continuation, in tokens; None when unknown.
+    A backend may also have `generation_cap`, the model's own `max_new_tokens` (generation
+    config), which a scan without a cap uses.
     batch_size: how many requests the caller should hand over at once.
     dtype: the dtype the weights actually run in ("float32", "bfloat16"); None when a server
         does not say. Kept in the scan summary: the same model in another dtype walks

@@ -96,6 +96,7 @@ class HFBackend:
         self.capture, self.build_chain = capture, build_chain
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
         self.dtype: str | None = dtype_name(model.dtype)
+        self.generation_cap: int | None = getattr(model.generation_config, "max_new_tokens", None)
 
     @classmethod
     def load(

@@ -25,6 +25,7 @@ class TimedBackend:
         self.tokenizer: Any = inner.tokenizer
         self.context_length = inner.context_length
         self.dtype = inner.dtype
+        self.generation_cap: int | None = getattr(inner, "generation_cap", None)
         self.tokens, self.seconds = 0, 0.0
 
     def generate(

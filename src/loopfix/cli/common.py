@@ -3,12 +3,15 @@ the one-line errors."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
 from loopfix.errors import LoopfixError, one_line
 
@@ -76,6 +79,26 @@ def examples(*commands: str) -> str:
     return "\n\n".join(["", "Examples:", *commands])
 
 
+def narrow_table(
+    title: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]]
+) -> Table:
+    """A table that fits an 80-column terminal: short headers, light borders, and a caption
+    that spells out every header it shortened. `columns`: (short header, full name)."""
+    legend = ", ".join(f"{short} = {full}" for short, full in columns if short != full)
+    table = Table(
+        title=title,
+        caption=legend or None,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption_justify="left",
+    )
+    for short, _ in columns:
+        table.add_column(short, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def progress_bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"),
@@ -88,9 +111,17 @@ def progress_bar() -> Progress:
     )
 
 
+def parse_list(text: str, option: str) -> list[str]:
+    """ "a, b,c" -> ["a", "b", "c"]; an empty list is refused."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise OptionError(f"{option}: expected a comma-separated list, got {text!r}")
+    return parts
+
+
 def parse_floats(text: str, option: str) -> list[float]:
     try:
-        return [float(part) for part in text.split(",") if part.strip()]
+        return [float(part) for part in parse_list(text, option)]
     except ValueError:
         raise OptionError(f"{option}: expected comma-separated numbers, got {text!r}") from None
 

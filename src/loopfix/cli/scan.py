@@ -8,16 +8,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import (
-    TRUST_REMOTE_CODE,
-    OptionError,
-    console,
-    examples,
-    parse_floats,
-    progress_bar,
-)
+from loopfix.cli.common import OptionError, console, examples, narrow_table, progress_bar
+from loopfix.cli.options import build, option
+from loopfix.scan.config import ScanConfig
 
-DEFAULT_OUT = Path("scan")
+DEFAULT_OUT = ScanConfig.model_fields["out"].default
 
 EXAMPLES = examples(
     "loopfix scan loopfix:stargraph --n 200 --temperatures 0,0.6,1.0 --out runs/testbed",
@@ -38,24 +33,23 @@ def _percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
+SUMMARY_COLUMNS = (
+    ("T", "temperature"),
+    ("n", "samples generated"),
+    ("loop", "loop rate"),
+    ("paper", "paper-metric loop rate"),
+    ("cut", "cut rate"),
+    ("acc", "accuracy"),
+    ("acc¬loop", "accuracy of non-looping samples"),
+    ("len", "mean length"),
+    ("p90", "90th-percentile length"),
+    ("over", "over-long prompts"),
+)
+
+
 def summary_table(summary: dict[str, Any], title: str) -> Table:
-    table = Table(title=title)
-    columns = (
-        "T",
-        "n",
-        "loop",
-        "paper loop",
-        "cut",
-        "accuracy",
-        "acc. non-loop",
-        "mean len",
-        "p90 len",
-        "over-long",
-    )
-    for column in columns:
-        table.add_column(column, justify="right")
-    for row in summary["settings"]:
-        table.add_row(
+    rows = [
+        [
             f"{row['temperature']:g}",
             str(row["n"]),
             _percent(row["loop_rate"]),
@@ -66,43 +60,47 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
             "–" if row["mean_length"] is None else f"{row['mean_length']:.1f}",
             "–" if row["p90_length"] is None else f"{row['p90_length']:.0f}",
             str(row["overlong"]),
-        )
-    return table
+        ]
+        for row in summary["settings"]
+    ]
+    return narrow_table(title, SUMMARY_COLUMNS, rows)
+
+
+COMPARE_COLUMNS = (
+    ("T", "temperature"),
+    ("pairs", "pairs"),
+    ("+", "rescues (wrong in A, right in B)"),
+    ("-", "regressions (right in A, wrong in B)"),
+    ("p", "exact McNemar p"),
+    ("loop A→B", "loop A→B"),
+    ("cut A→B", "cut A→B"),
+    ("acc A→B", "accuracy A→B"),
+)
 
 
 def compare_table(result: dict[str, Any]) -> Table:
-    table = Table(
-        title=f"A = {result['a']}  vs  B = {result['b']} (paired on {result['paired_on']})"
-    )
-    for column in (
-        "T",
-        "pairs",
-        "rescues",
-        "regressions",
-        "McNemar p",
-        "loop A→B",
-        "cut A→B",
-        "accuracy A→B",
-    ):
-        table.add_column(column, justify="right")
+    rows = []
     for block in [*result["by_temperature"], {"temperature": "all", **result["overall"]}]:
 
         def arrow(name: str, block: dict[str, Any] = block) -> str:
             rates = block[name]
-            return f"{_percent(rates['a'])} → {_percent(rates['b'])}"
+            return f"{_percent(rates['a'])}→{_percent(rates['b'])}"
 
         t = block["temperature"]
-        table.add_row(
-            t if isinstance(t, str) else ("–" if t is None else f"{t:g}"),
-            str(block["pairs"]),
-            str(block["rescues"]),
-            str(block["regressions"]),
-            f"{block['mcnemar_p']:.3g}",
-            arrow("loop_rate"),
-            arrow("cut_rate"),
-            arrow("accuracy"),
+        rows.append(
+            [
+                t if isinstance(t, str) else ("–" if t is None else f"{t:g}"),
+                str(block["pairs"]),
+                str(block["rescues"]),
+                str(block["regressions"]),
+                f"{block['mcnemar_p']:.3g}",
+                arrow("loop_rate"),
+                arrow("cut_rate"),
+                arrow("accuracy"),
+            ]
         )
-    return table
+    title = f"A = {result['a']}  vs  B = {result['b']} (paired on {result['paired_on']})"
+    return narrow_table(title, COMPARE_COLUMNS, rows)
 
 
 def _run_compare(runs: list[Path], out: Path | None) -> None:
@@ -135,6 +133,8 @@ def _run(config: Any) -> None:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None
     console.print(summary_table(result.summary, f"{config.model} on {config.suite}"))
+    for note in result.summary["notes"]:
+        console.print(note, markup=False)
     for warning in result.summary["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     console.print(
@@ -145,38 +145,35 @@ def _run(config: Any) -> None:
 
 def scan_command(
     model: str | None = typer.Argument(None, help="folder, hub id, loopfix:NAME, or base URL"),
-    suite: str = typer.Option("stargraph", help="stargraph, arith, or a JSON-lines file"),
-    n: int | None = typer.Option(None, help="prompts (built-in suites: how many to generate)"),
-    temperatures: str = typer.Option("0,0.6,1.0", help="comma-separated temperatures"),
-    samples: int = typer.Option(1, help="samples per prompt and temperature"),
-    seed: int = typer.Option(0, help="seed of built-in suites and of every sample"),
-    max_new_tokens: int = typer.Option(256, help="cap; an output that reaches it is cut"),
-    top_p: float = typer.Option(1.0, help="nucleus mass"),
-    top_k: int = typer.Option(0, help="top-k (0 = off)"),
-    min_p: float = typer.Option(0.0, help="min-p (0 = off)"),
-    presence_penalty: float = typer.Option(0.0, help="OpenAI presence penalty"),
-    frequency_penalty: float = typer.Option(0.0, help="OpenAI frequency penalty"),
-    repetition_penalty: float = typer.Option(1.0, help="HF repetition penalty (1 = off)"),
+    suite: str = option(ScanConfig, "suite"),
+    n: int | None = option(ScanConfig, "n"),
+    temperatures: str = option(ScanConfig, "temperatures"),
+    samples: int = option(ScanConfig, "samples"),
+    seed: int = option(ScanConfig, "seed"),
+    max_new_tokens: int | None = option(ScanConfig, "max_new_tokens"),
+    top_p: float = option(ScanConfig, "top_p"),
+    top_k: int = option(ScanConfig, "top_k"),
+    min_p: float = option(ScanConfig, "min_p"),
+    presence_penalty: float = option(ScanConfig, "presence_penalty"),
+    frequency_penalty: float = option(ScanConfig, "frequency_penalty"),
+    repetition_penalty: float = option(ScanConfig, "repetition_penalty"),
     think: str | None = typer.Option(None, help="on|off: enable_thinking in the chat template"),
-    backend: str = typer.Option("hf", help="hf, vllm or openai"),
-    model_name: str | None = typer.Option(None, help="served model name (openai)"),
-    api: str = typer.Option("chat", help="openai endpoint: chat or completions"),
-    ray_address: str | None = typer.Option(None, help="Ray cluster address, or 'local'"),
-    batch_size: int = typer.Option(16, help="prompts per batch"),
-    concurrency: int = typer.Option(8, help="requests in flight (openai)"),
-    capture: bool = typer.Option(False, help="record per-step top-1 probability and entropy"),
-    trust_remote_code: bool = TRUST_REMOTE_CODE,
-    out: Annotated[
-        Path, typer.Option(help="run directory (resumes when it matches)")
-    ] = DEFAULT_OUT,
+    backend: str = option(ScanConfig, "backend"),
+    model_name: str | None = option(ScanConfig, "model_name"),
+    api: str = option(ScanConfig, "api"),
+    ray_address: str | None = option(ScanConfig, "ray_address"),
+    batch_size: int = option(ScanConfig, "batch_size"),
+    concurrency: int = option(ScanConfig, "concurrency"),
+    capture: bool = option(ScanConfig, "capture"),
+    device: str | None = option(ScanConfig, "device"),
+    trust_remote_code: bool = option(ScanConfig, "trust_remote_code", "--trust-remote-code"),
+    out: Path = option(ScanConfig, "out", help="run directory (resumes when it matches)"),
     compare: Annotated[
         list[Path] | None,
         typer.Option("--compare", help="compare two run directories: --compare RUN_A RUN_B"),
     ] = None,
 ) -> None:
     """Measure how often a model loops, per decode setting."""
-    from loopfix.scan import ScanConfig
-
     if compare:
         runs = list(compare) + ([Path(model)] if model else [])
         if len(runs) != 2:
@@ -187,31 +184,5 @@ def scan_command(
         raise OptionError("MODEL is required (or use --compare RUN_A RUN_B)")
     if think not in (None, "on", "off"):
         raise OptionError(f"--think: use on or off, got {think!r}")
-    config = ScanConfig.model_validate(
-        {
-            "model": model,
-            "suite": suite,
-            "n": n,
-            "temperatures": parse_floats(temperatures, "--temperatures"),
-            "samples": samples,
-            "seed": seed,
-            "max_new_tokens": max_new_tokens,
-            "top_p": top_p,
-            "top_k": top_k,
-            "min_p": min_p,
-            "presence_penalty": presence_penalty,
-            "frequency_penalty": frequency_penalty,
-            "repetition_penalty": repetition_penalty,
-            "think": None if think is None else think == "on",
-            "backend": backend,
-            "model_name": model_name,
-            "api": api,
-            "ray_address": ray_address,
-            "batch_size": batch_size,
-            "concurrency": concurrency,
-            "capture": capture,
-            "trust_remote_code": trust_remote_code,
-            "out": out,
-        }
-    )
-    _run(config)
+    values = {name: value for name, value in locals().items() if name in ScanConfig.model_fields}
+    _run(build(ScanConfig, {**values, "think": None if think is None else think == "on"}))

@@ -11,18 +11,19 @@ from loopfix.report import Series, rate_chart
 
 __all__ = ["COLUMNS", "write_compare_report"]
 
+# (summary key, short header for a terminal, full header)
 COLUMNS = (
-    ("guard", "guard"),
-    ("temperature", "T"),
-    ("n", "n"),
-    ("loop_rate", "loop"),
-    ("cut_rate", "cut"),
-    ("accuracy", "accuracy"),
-    ("mean_length", "mean length"),
-    ("rescues", "rescues done"),
-    ("rescued_samples", "rescued vs none"),
-    ("regressions", "regressions vs none"),
-    ("tokens_per_s", "tokens/s"),
+    ("guard", "guard", "guard"),
+    ("temperature", "T", "temperature"),
+    ("n", "n", "n"),
+    ("loop_rate", "loop", "loop rate"),
+    ("cut_rate", "cut", "cut rate"),
+    ("accuracy", "acc", "accuracy"),
+    ("mean_length", "len", "mean length"),
+    ("rescues", "resc", "rescues done"),
+    ("rescued_samples", "+", "rescued vs none"),
+    ("regressions", "-", "regressions vs none"),
+    ("tokens_per_s", "tok/s", "tokens/s"),
 )
 
 
@@ -38,9 +39,9 @@ def cell(key: str, value: Any) -> str:
 
 def write_compare_report(path: Path, summary: dict[str, Any]) -> None:
     entries = summary["entries"]
-    head = "".join(f"<th>{escape(label)}</th>" for _, label in COLUMNS)
+    head = "".join(f"<th>{escape(label)}</th>" for _, _, label in COLUMNS)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{escape(cell(k, e[k]))}</td>" for k, _ in COLUMNS) + "</tr>"
+        "<tr>" + "".join(f"<td>{escape(cell(k, e[k]))}</td>" for k, _, _ in COLUMNS) + "</tr>"
         for e in entries
     )
     temperatures = summary["temperatures"]

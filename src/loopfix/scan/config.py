@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from loopfix.errors import LoopfixError
-from loopfix.records import DecodeSettings, Temperature
+from loopfix.records import DecodeSettings, SamplerSettings, Temperature
 
-__all__ = ["ConfigMismatchError", "ScanConfig"]
+__all__ = ["ConfigMismatchError", "NothingGeneratedError", "ScanConfig"]
 
 # Execution details that do not change a single record: safe to change between resumes.
 _NOT_IDENTITY = {
@@ -34,26 +34,31 @@ class ConfigMismatchError(LoopfixError, ValueError):
     """A scan directory that already holds a run with another configuration."""
 
 
-class ScanConfig(BaseModel):
-    """One scan: which model, which prompts, which decode settings, where to write."""
+class NothingGeneratedError(LoopfixError, ValueError):
+    """A scan where no sample could be generated; says which option to change."""
+
+
+class ScanConfig(SamplerSettings):
+    """One scan: which model, which prompts, which decode settings, where to write (the
+    sampler's fields come from `SamplerSettings`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str = Field(description="folder, hub id, loopfix:NAME, or a base URL (openai)")
     suite: str = Field("stargraph", description="built-in suite name or JSON-lines file")
     n: int | None = Field(None, ge=1, description="items of the suite (built-in default: 50)")
-    temperatures: list[Temperature] = Field([0.0, 0.6, 1.0], min_length=1)
+    temperatures: list[Temperature] = Field(
+        [0.0, 0.6, 1.0], min_length=1, description="sampling temperatures; 0 = greedy"
+    )
     samples: int = Field(1, ge=1, description="samples per prompt and temperature")
-    seed: int = Field(0, description="seed of the built-in suites and of every sample")
-    max_new_tokens: int = Field(256, ge=1)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    top_k: int = Field(0, ge=0)
-    min_p: float = Field(0.0, ge=0.0, le=1.0)
-    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
-    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
-    repetition_penalty: float = Field(1.0, gt=0.0)
+    max_new_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="cap; an output that reaches it is cut. Unset: what fits the model (its "
+        "generation config, else its context minus the longest prompt)",
+    )
     think: bool | None = Field(None, description="enable_thinking for chat templates; None: unset")
-    backend: Literal["hf", "vllm", "openai"] = "hf"
+    backend: Literal["hf", "vllm", "openai"] = Field("hf", description="hf, vllm or openai")
     model_name: str | None = Field(None, description="served model name (openai backend)")
     api: Literal["chat", "completions"] = Field("chat", description="openai endpoint")
     api_key_env: str = Field("OPENAI_API_KEY", description="env variable holding the API key")
@@ -61,22 +66,23 @@ class ScanConfig(BaseModel):
     concurrency: int = Field(8, ge=1, description="requests in flight (openai backend)")
     timeout: float = Field(600.0, gt=0, description="seconds per request (openai backend)")
     capture: bool = Field(False, description="record per-step top-1 probability and entropy")
-    device: str | None = None
-    dtype: str | None = None
+    device: str | None = Field(None, description="cpu, cuda, ... (default: best available)")
+    dtype: str | None = Field(
+        None, description="float32, bfloat16, ... (default: float32 on CPU, else the checkpoint's)"
+    )
     trust_remote_code: bool = Field(
         False, description="run the Python code a hub model ships with (hf and vllm backends)"
     )
     ray_address: str | None = Field(None, description="Ray cluster address, or 'local'")
     out: Path = Field(Path("scan"), description="run directory")
 
-    def decode_settings(self) -> list[DecodeSettings]:
-        """One DecodeSettings per temperature, in the order given."""
-        shared = {
-            name: getattr(self, name)
-            for name in DecodeSettings.model_fields
-            if name not in ("temperature",) and hasattr(self, name)
-        }
-        return [DecodeSettings(temperature=t, **shared) for t in self.temperatures]
+    def decode_settings(self, max_new_tokens: int) -> list[DecodeSettings]:
+        """One DecodeSettings per temperature, in the order given, with the cap in force."""
+        shared = {name: getattr(self, name) for name in SamplerSettings.model_fields}
+        return [
+            DecodeSettings(temperature=t, max_new_tokens=max_new_tokens, **shared)
+            for t in self.temperatures
+        ]
 
     def identity(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude=_NOT_IDENTITY)

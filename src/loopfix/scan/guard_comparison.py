@@ -21,10 +21,9 @@ This module sits above `loopfix.scan` (the CLI imports it; nothing in `guards` d
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend, dtype_name
@@ -32,33 +31,13 @@ from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import guard_names, parse_guards
 from loopfix.records import read_samples
-from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.compare import compare_samples
+from loopfix.scan.guard_config import CompareConfig
+from loopfix.scan.run import run_scan
 
-__all__ = ["CompareConfig", "run_compare"]
+__all__ = ["CompareConfig", "CompareResult", "GuardEntry", "run_compare"]
 
 BASELINE = "none"
-
-
-class CompareConfig(BaseModel):
-    """One comparison: the scan settings shared by every guard, and the guards."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    scan: ScanConfig = Field(description="model, suite, n, seed, temperatures, out, backend")
-    guards: list[str] = Field(
-        ["none", "penalty", "dry", "ngram", "entropy-temp", "adaptive-temp", "rescue"],
-        min_length=1,
-        description="guard specs to compare, each a chain like 'rescue+dry'",
-    )
-    guard_args: dict[str, Any] = Field({}, description="'guard.parameter' -> value")
-
-    def identity(self) -> dict[str, Any]:
-        return {
-            "guards": self.guards,
-            "guard_args": self.guard_args,
-            "scan": self.scan.model_dump(mode="json", exclude={"out", "temperatures"}),
-        }
 
 
 def _check(config: CompareConfig) -> list[str]:
@@ -175,55 +154,102 @@ def _read_json(path: Path, default: Any) -> Any:
     return json.loads(path.read_text()) if path.exists() else default
 
 
-def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GuardEntry:
+    """One guard at one temperature: its scan's rates, and its pairs against "none" (None when
+    nothing could be paired)."""
+
+    guard: str
+    temperature: float
+    n: int
+    loop_rate: float | None
+    cut_rate: float | None
+    accuracy: float | None
+    mean_length: float | None
+    rescues: int  # rescues the guard performed, over all samples
+    rescued_samples: int | None  # wrong under "none", right here
+    regressions: int | None  # right under "none", wrong here
+    mcnemar_p: float | None
+    loops_removed: int | None
+    loops_added: int | None
+    tokens_per_s: float | None
+    run: str  # the scan directory of this guard and temperature
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What `run_compare` returns and writes to summary.json."""
+
+    model: str
+    suite: str
+    config: dict[str, Any]
+    backend: dict[str, str | None]  # what ran (vLLM's "auto" dtype resolved, say)
+    temperatures: list[float]
+    entries: list[GuardEntry]
+    notes: list[str]  # how the runs were set up (a cap fitted to the model)
+    rescues_and_regressions: str = (
+        "paired against 'none' on (prompt, sample): a rescue is wrong there and right here, a "
+        "regression the reverse"
+    )
+
+    def entry(self, guard: str, temperature: float) -> GuardEntry:
+        return next(e for e in self.entries if e.guard == guard and e.temperature == temperature)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEntry:
     summary = _read_json(run / "summary.json", {})["settings"][0]
     records = list(read_samples(run / "records.jsonl"))
     try:
         paired = compare_samples(list(read_samples(baseline / "records.jsonl")), records)["overall"]
     except ValueError:  # no generated pairs (every prompt over-long): nothing to compare
-        paired = dict.fromkeys(("rescues", "regressions", "mcnemar_p", "loops_removed"), None)
-        paired["loops_added"] = None
+        paired = dict.fromkeys(
+            ("rescues", "regressions", "mcnemar_p", "loops_removed", "loops_added")
+        )
     timing = _read_json(run / "timing.json", {"tokens": 0, "seconds": 0.0})
-    return {
-        "guard": spec,
-        "temperature": temperature,
-        "n": summary["n"],
-        "loop_rate": summary["loop_rate"],
-        "cut_rate": summary["cut_rate"],
-        "accuracy": summary["accuracy"],
-        "mean_length": summary["mean_length"],
-        "rescues": sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
-        "rescued_samples": paired["rescues"],
-        "regressions": paired["regressions"],
-        "mcnemar_p": paired["mcnemar_p"],
-        "loops_removed": paired["loops_removed"],
-        "loops_added": paired["loops_added"],
-        "tokens_per_s": timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
-        "run": str(run),
-    }
+    return GuardEntry(
+        guard=spec,
+        temperature=temperature,
+        n=summary["n"],
+        loop_rate=summary["loop_rate"],
+        cut_rate=summary["cut_rate"],
+        accuracy=summary["accuracy"],
+        mean_length=summary["mean_length"],
+        rescues=sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
+        rescued_samples=paired["rescues"],
+        regressions=paired["regressions"],
+        mcnemar_p=paired["mcnemar_p"],
+        loops_removed=paired["loops_removed"],
+        loops_added=paired["loops_added"],
+        tokens_per_s=timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
+        run=str(run),
+    )
 
 
-def run_compare(config: CompareConfig) -> dict[str, Any]:
+def run_compare(config: CompareConfig) -> CompareResult:
     """Run (or resume) the comparison; see the module docstring for the steps."""
     from loopfix.report.guard_comparison import write_compare_report
 
     guards = _check(config)
     engines = _Engines(config)
     entries = []
+    notes: list[str] = []
     for temperature in config.scan.temperatures:
         runs = {spec: _run_one(config, spec, temperature, engines) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
-    summary = {
-        "model": config.scan.model,
-        "suite": config.scan.suite,
-        "config": config.identity(),
-        "backend": engines.ran_on(),
-        "temperatures": config.scan.temperatures,
-        "rescues_and_regressions": "paired against 'none' on (prompt, sample): a rescue is "
-        "wrong there and right here, a regression the reverse",
-        "entries": entries,
-    }
+        notes = _read_json(runs[BASELINE] / "summary.json", {})["notes"]
+    result = CompareResult(
+        model=config.scan.model,
+        suite=config.scan.suite,
+        config=config.identity(),
+        backend=engines.ran_on(),
+        temperatures=config.scan.temperatures,
+        entries=entries,
+        notes=notes,
+    )
     out = Path(config.scan.out)
-    write_json_atomic(out / "summary.json", summary)
-    write_compare_report(out / "report.html", summary)
-    return summary
+    write_json_atomic(out / "summary.json", result.to_dict())
+    write_compare_report(out / "report.html", result.to_dict())
+    return result

@@ -4,11 +4,13 @@ Steps:
 1. Load the suite; refuse a run directory that holds another configuration, suite content or
    model files, or records without an identity; record this one (scan.json).
 2. Open the backend (a hub model's files, downloaded now, join the identity).
-3. Render each prompt once; flag the ones that do not fit the model's context (never truncated).
+3. Render each prompt once; with no cap given, take what fits the model (`cap.py`); flag the
+   prompts that do not fit its context (never truncated).
 4. For each decode setting, hand the backend every chunk that still lacks a record; judge each
    generation (loop verdict, paper metric, checker) and append it to records.jsonl, a batch at a
    time. Over-long prompts get a flagged record instead of a generation.
-5. Summarize every stored record into summary.json and render report.html.
+5. Summarize every stored record into summary.json and render report.html; a run that could
+   generate nothing at all is an error that names what to change.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from loopfix.detect import DetectConfig
 from loopfix.records import DecodeSettings, Sample, SampleStore, read_samples
 from loopfix.report import write_report
 from loopfix.scan.backend import open_backend
-from loopfix.scan.config import ScanConfig
+from loopfix.scan.cap import Cap, fitting_cap
+from loopfix.scan.config import NothingGeneratedError, ScanConfig
 from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.identity import check_run_identity, record_downloaded_files
 from loopfix.scan.judge import judge_generation, overlong_sample
@@ -48,19 +51,28 @@ class ScanResult:
 
 def prepare_items(
     items: list[SuiteItem], backend: Backend, config: ScanConfig
-) -> list[PreparedItem]:
+) -> tuple[list[PreparedItem], Cap]:
+    """The rendered prompts, each flagged when it does not fit, and the cap they were fitted to."""
+    generation_cap = getattr(backend, "generation_cap", None)
     if backend.tokenizer is None:  # the server tokenizes; it rejects what does not fit
-        return [
+        cap = fitting_cap(config.max_new_tokens, None, generation_cap, [])
+        prepared = [
             PreparedItem(item, Request(text=item.prompt, messages=item.messages), None, False)
             for item in items
         ]
-    prepared = []
-    for item in items:
-        ids = prompt_ids(item, backend.tokenizer, config.think)
-        limit = backend.context_length
-        overlong = limit is not None and len(ids) + config.max_new_tokens > limit
-        prepared.append(PreparedItem(item, Request(ids=ids), len(ids), overlong))
-    return prepared
+        return prepared, cap
+    rendered = [(item, prompt_ids(item, backend.tokenizer, config.think)) for item in items]
+    limit = backend.context_length
+    cap = fitting_cap(
+        config.max_new_tokens, limit, generation_cap, [len(ids) for _, ids in rendered]
+    )
+    prepared = [
+        PreparedItem(
+            item, Request(ids=ids), len(ids), limit is not None and len(ids) + cap.value > limit
+        )
+        for item, ids in rendered
+    ]
+    return prepared, cap
 
 
 def _pending_jobs(
@@ -134,6 +146,7 @@ def write_outputs(
     config: ScanConfig | None = None,
     warnings: list[str] | None = None,
     backend: Backend | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """summary.json and report.html from every record stored in `out`."""
     records = list(read_samples(out / "records.jsonl"))
@@ -144,6 +157,7 @@ def write_outputs(
         # What ran, which may differ from what was asked (vLLM's "auto" dtype, say).
         summary["backend"] = {"name": backend.name, "dtype": backend.dtype}
     summary["warnings"] = warnings or []
+    summary["notes"] = notes or []
     write_json_atomic(out / "summary.json", summary)
     write_report(out / "report.html", summary, records)
     return summary
@@ -165,13 +179,14 @@ def run_scan(
     record_downloaded_files(config, out, identity)
     try:
         warnings = scan_warnings(config, backend)
-        prepared = prepare_items(items, backend, config)
+        prepared, cap = prepare_items(items, backend, config)
+        notes = [] if config.max_new_tokens is not None else [cap.note()]
         store = SampleStore(out / "records.jsonl")
         done = store.keys()
-        detect_config = scan_detect_config(config.max_new_tokens)
+        detect_config = scan_detect_config(cap.value)
         plans = [
             _pending_jobs(settings, prepared, config, done, backend.batch_size)
-            for settings in config.decode_settings()
+            for settings in config.decode_settings(cap.value)
         ]
         if on_progress is not None:
             on_progress(0, sum(sum(j.key not in done for j in todo) for todo, _ in plans))
@@ -187,4 +202,23 @@ def run_scan(
     finally:
         if own_backend:
             backend.close()
-    return ScanResult(out, write_outputs(out, config, warnings, backend), generated)
+    summary = write_outputs(out, config, warnings, backend, notes)
+    _check_generated(summary, cap, prepared)
+    return ScanResult(out, summary, generated)
+
+
+def _check_generated(summary: dict[str, Any], cap: Cap, prepared: list[PreparedItem]) -> None:
+    """An empty result is an error, not a table of dashes."""
+    rows = summary["settings"]
+    if any(row["n"] for row in rows):
+        return
+    if any(row["overlong"] for row in rows):
+        shortest = min(p.prompt_length for p in prepared if p.prompt_length is not None)
+        raise NothingGeneratedError(
+            f"nothing was generated: no prompt fits the model's context with max_new_tokens "
+            f"{cap.value} (shortest prompt: {shortest} tokens); lower --max-new-tokens, or leave "
+            "it unset to fit the model"
+        )
+    raise NothingGeneratedError(
+        "nothing was generated: every request failed; each record's meta.error says why"
+    )
