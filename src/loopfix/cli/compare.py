@@ -58,15 +58,9 @@ def compare_command(
     max_new_tokens: int | None = option(ScanConfig, "max_new_tokens"),
     top_p: float = option(ScanConfig, "top_p"),
     top_k: int = option(ScanConfig, "top_k"),
-    batch_size: int = option(
-        ScanConfig, "batch_size", help="rows in flight (hf engine) or requests per vllm call"
-    ),
+    batch_size: int = option(ScanConfig, "batch_size"),
     device: str | None = option(ScanConfig, "device"),
-    backend: str = option(
-        ScanConfig,
-        "backend",
-        help="hf (our decode engine, real rollback) or vllm (from .venv-vllm)",
-    ),
+    backend: str = option(ScanConfig, "backend"),
     # compare writes a directory of scans, not one scan: its own default, not ScanConfig's
     out: Path = typer.Option(Path("compare"), help="output directory (resumes when it matches)"),
     trust_remote_code: bool = option(ScanConfig, "trust_remote_code", "--trust-remote-code"),

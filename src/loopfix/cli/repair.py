@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console, parse_floats, parse_ints
+from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console
+from loopfix.cli.options import build, option
+from loopfix.repair.config import RepairConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -21,30 +23,20 @@ def repair_command(
     out: Annotated[Path, typer.Option("--out", help="folder for patch, verify.json, report.md")] = (
         Path("repair")
     ),
-    temperature: Annotated[float, typer.Option(help="primary verification temperature")] = 0.6,
-    prompts: Annotated[int, typer.Option(help="held-out verification prompts")] = 1000,
-    alphas: Annotated[str, typer.Option(help="edit strengths searched")] = "1,2,4,6",
-    ks: Annotated[str, typer.Option(help="columns per edited layer searched")] = "8,32",
-    max_kl: Annotated[float, typer.Option(help="KL budget on normal walks")] = 0.1,
-    search: Annotated[
-        str, typer.Option(help="grid, or optuna (seeded multi-objective; needs the search extra)")
-    ] = "grid",
-    trials: Annotated[int, typer.Option(help="candidates scored by --search optuna")] = 40,
-    positions: Annotated[str, typer.Option(help="probed states: decision or mode")] = "decision",
-    batch_size: Annotated[int, typer.Option(help="sequences per probe/scoring pass")] = 256,
+    temperature: float = option(RepairConfig, "temperature"),
+    prompts: int = option(RepairConfig, "prompts"),
+    alphas: str = option(RepairConfig, "alphas"),
+    ks: str = option(RepairConfig, "ks"),
+    max_kl: float = option(RepairConfig, "max_kl"),
+    search: str = option(RepairConfig, "search"),
+    trials: int = option(RepairConfig, "trials"),
+    positions: str = option(RepairConfig, "positions"),
+    batch_size: int = option(RepairConfig, "batch_size"),
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
-    suite: Annotated[
-        str | None,
-        typer.Option(help="branches from scan records of this suite (required for non-testbeds)"),
-    ] = None,
-    n: Annotated[int | None, typer.Option(help="suite items of the repair's own scan")] = None,
-    records: Annotated[
-        Path | None,
-        typer.Option(help="records.jsonl of `loopfix scan` (default: scan into OUT/scan)"),
-    ] = None,
-    max_new_tokens: Annotated[
-        int, typer.Option(help="generation cap (testbed verification; the own scan)")
-    ] = 48,
+    suite: str | None = option(RepairConfig, "suite"),
+    n: int | None = option(RepairConfig, "n"),
+    records: Path | None = option(RepairConfig, "records"),
+    max_new_tokens: int = option(RepairConfig, "max_new_tokens"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).
@@ -55,26 +47,14 @@ def repair_command(
     import torch
 
     from loopfix.atomic import check_output_path
-    from loopfix.repair import RepairConfig, run_repair
+    from loopfix.repair import run_repair
 
     at_least(1, threads=threads)
     check_output_path(out, folder=True)  # before minutes of work, not after
-    config = RepairConfig(
-        temperature=temperature,
-        temperatures=tuple(sorted({0.0, 0.6, 1.0, temperature})),
-        prompts=prompts,
-        alphas=tuple(parse_floats(alphas, "--alphas")),
-        ks=tuple(parse_ints(ks, "--ks")),
-        max_kl=max_kl,
-        search=search,  # type: ignore[arg-type]
-        trials=trials,
-        batch_size=batch_size,
-        positions=positions,  # type: ignore[arg-type]
-        suite=suite,
-        n=n,
-        records=records,
-        max_new_tokens=max_new_tokens,
-    )
+    values = {name: value for name, value in locals().items() if name in RepairConfig.model_fields}
+    # Verified at the primary temperature and at every default one.
+    temperatures = sorted({*RepairConfig.model_fields["temperatures"].default, temperature})
+    config = build(RepairConfig, {**values, "temperatures": temperatures})
     torch.set_num_threads(threads)
     result = run_repair(
         model,

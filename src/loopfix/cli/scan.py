@@ -167,7 +167,7 @@ def scan_command(
     capture: bool = option(ScanConfig, "capture"),
     device: str | None = option(ScanConfig, "device"),
     trust_remote_code: bool = option(ScanConfig, "trust_remote_code", "--trust-remote-code"),
-    out: Path = option(ScanConfig, "out", help="run directory (resumes when it matches)"),
+    out: Path = option(ScanConfig, "out"),
     compare: Annotated[
         list[Path] | None,
         typer.Option("--compare", help="compare two run directories: --compare RUN_A RUN_B"),

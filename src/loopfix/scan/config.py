@@ -58,11 +58,20 @@ class ScanConfig(SamplerSettings):
         "generation config, else its context minus the longest prompt)",
     )
     think: bool | None = Field(None, description="enable_thinking for chat templates; None: unset")
-    backend: Literal["hf", "vllm", "openai"] = Field("hf", description="hf, vllm or openai")
+    backend: Literal["hf", "vllm", "openai"] = Field(
+        "hf",
+        description="hf (our decode engine, real rollback), vllm (run from .venv-vllm) or "
+        "openai (a server; scan only)",
+    )
     model_name: str | None = Field(None, description="served model name (openai backend)")
     api: Literal["chat", "completions"] = Field("chat", description="openai endpoint")
     api_key_env: str = Field("OPENAI_API_KEY", description="env variable holding the API key")
-    batch_size: int = Field(16, ge=1, description="prompts per batch (openai: per store write)")
+    batch_size: int = Field(
+        16,
+        ge=1,
+        description="rows decoded together (hf engine), requests per vllm call, or per store "
+        "write (openai)",
+    )
     concurrency: int = Field(8, ge=1, description="requests in flight (openai backend)")
     timeout: float = Field(600.0, gt=0, description="seconds per request (openai backend)")
     capture: bool = Field(False, description="record per-step top-1 probability and entropy")
@@ -74,7 +83,7 @@ class ScanConfig(SamplerSettings):
         False, description="run the Python code a hub model ships with (hf and vllm backends)"
     )
     ray_address: str | None = Field(None, description="Ray cluster address, or 'local'")
-    out: Path = Field(Path("scan"), description="run directory")
+    out: Path = Field(Path("scan"), description="run directory (resumes when it matches)")
 
     def decode_settings(self, max_new_tokens: int) -> list[DecodeSettings]:
         """One DecodeSettings per temperature, in the order given, with the cap in force."""

@@ -1,0 +1,50 @@
+"""Every CLI option that sets a settings-model field has that field's default and description:
+a default lives in one place."""
+
+import pytest
+import typer
+from pydantic import BaseModel, TypeAdapter
+
+from loopfix.cli import app
+from loopfix.cli.common import parse_list
+from loopfix.cli.options import is_list
+from loopfix.repair.config import RepairConfig
+from loopfix.scan.config import ScanConfig
+from loopfix.scan.guard_config import CompareConfig
+
+# (verb, option) pairs whose default differs from the field's on purpose
+OWN_DEFAULTS = {("compare", "out")}  # a directory of scans, not one scan
+
+VERBS: dict[str, tuple[type[BaseModel], ...]] = {
+    "scan": (ScanConfig,),
+    "compare": (CompareConfig, ScanConfig),
+    "repair": (RepairConfig,),
+}
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_cli_defaults_and_help_are_the_config_fields(verb: str) -> None:
+    command = typer.main.get_command(app).commands[verb]  # type: ignore[attr-defined]
+    checked = 0
+    for param in command.params:
+        model = next((m for m in VERBS[verb] if param.name in m.model_fields), None)
+        if model is None or param.param_type_name != "option" or (verb, param.name) in OWN_DEFAULTS:
+            continue
+        field = model.model_fields[param.name]
+        value = param.default
+        if is_list(field) and isinstance(value, str):
+            value = parse_list(value, param.name)
+        parsed = TypeAdapter(field.annotation).validate_python(value)
+        assert parsed == field.get_default(call_default_factory=True), (verb, param.name)
+        if param.name != "think":
+            assert field.description and field.description in (param.help or ""), param.name
+        checked += 1
+    assert checked >= 5  # the verb's options do come from its settings model
+
+
+def test_a_refused_value_is_one_line_naming_the_flag() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["scan", "loopfix:stargraph", "--samples", "0"])
+    assert result.exit_code == 2
+    assert "--samples: Input should be greater than or equal to 1" in result.output
