@@ -100,3 +100,20 @@ def test_report_renders_in_headless_chromium(scan_dir: Path, tmp_path: Path) -> 
         for rate in ("loop_rate", "cut_rate", "accuracy"):
             assert f"{row[rate]:.1%}" in dom
         assert f"{row['mean_length']:.1f}" in dom
+
+
+def test_chart_series_differ_in_colour_and_marker_and_equal_points_stay_visible() -> None:
+    import re
+
+    from loopfix.report.svg import Series, rate_chart, series_style
+
+    styles = [series_style(i) for i in range(8)]
+    assert len({colour for colour, _ in styles}) == len({shape for _, shape in styles}) == 8
+    # Eight guards with the same loop rate at T=0: eight markers at eight different places.
+    svg = rate_chart("loop rate", [0.0], [Series(f"g{i}", [0.25], [None]) for i in range(8)])
+    places = set()
+    for i, (colour, _) in enumerate(styles):
+        point = re.search(rf'<(\w+) ([^>]*)(?:fill|stroke)="{colour}"[^>]*><title>g{i} at 0:', svg)
+        assert point is not None, i
+        places.add(point.group(2))
+    assert len(places) == 8

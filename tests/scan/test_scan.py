@@ -4,7 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from loopfix.records import DecodeSettings
 from loopfix.scan import ConfigMismatchError, ScanConfig, run_scan
+from loopfix.scan.cap import fitting_cap
+from loopfix.scan.config import NothingGeneratedError
 from loopfix.suites import stargraph_suite
 
 REQUIRED = {
@@ -105,3 +108,42 @@ def test_think_on_a_template_without_enable_thinking_is_flagged(tmp_path, testbe
     assert escape(warning) in (tmp_path / "think" / "report.html").read_text()
     plain = run_scan(config(tmp_path / "plain", n=2), backend=testbed_backend)
     assert plain.summary["warnings"] == []
+
+
+def test_without_a_cap_the_scan_fits_the_model_and_says_so(tmp_path: Path, testbed_backend) -> None:
+    out = tmp_path / "run"
+    result = run_scan(
+        config(out, max_new_tokens=None, temperatures=[0.0], samples=1, n=3),
+        backend=testbed_backend,
+    )
+    longest = max(
+        len(testbed_backend.tokenizer(item.prompt)["input_ids"])
+        for item in stargraph_suite(3, seed=0)
+    )
+    cap = 256 - longest  # the testbed's context minus its longest prompt
+    assert {r["settings"]["max_new_tokens"] for r in records(out)} == {cap}
+    assert (
+        result.summary["settings"][0]["n"] == 3 and result.summary["settings"][0]["overlong"] == 0
+    )
+    assert result.summary["notes"] == [
+        f"max_new_tokens {cap}: the context of 256 tokens minus the longest prompt ({longest}) "
+        "(--max-new-tokens sets it)"
+    ]
+
+
+def test_a_scan_that_generates_nothing_is_an_error_naming_the_flag(
+    tmp_path: Path, testbed_backend
+) -> None:
+    with pytest.raises(NothingGeneratedError, match="lower --max-new-tokens"):
+        run_scan(
+            config(tmp_path / "run", max_new_tokens=256, temperatures=[0.0], samples=1),
+            backend=testbed_backend,
+        )
+
+
+def test_the_cap_prefers_the_generation_config_and_never_exceeds_the_context() -> None:
+    assert fitting_cap(None, 256, 100, [30, 60]).value == 100
+    assert fitting_cap(None, 256, 500, [30, 60]).value == 196
+    assert fitting_cap(None, 256, None, [30, 300]).value == 226  # 300 cannot fit at all
+    assert fitting_cap(None, None, None, []).value == DecodeSettings().max_new_tokens
+    assert fitting_cap(64, 256, 100, [30]).value == 64

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from loopfix.atomic import write_text_atomic
-from loopfix.report import Series, rate_chart
+from loopfix.report.page import page
+from loopfix.report.svg import Series, rate_chart
 
 __all__ = ["COLUMNS", "write_compare_report"]
 
@@ -60,12 +61,13 @@ def write_compare_report(path: Path, summary: dict[str, Any]) -> None:
         rate_chart(title, temperatures, series(metric))
         for title, metric in (("loop rate", "loop_rate"), ("accuracy", "accuracy"))
     )
-    page = (
-        "<!doctype html><meta charset=utf-8><title>loopfix compare</title>"
-        "<style>table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}"
-        "</style>"
-        f"<h1>Guards on {escape(summary['model'])} / {escape(summary['suite'])}</h1>"
-        f"<p>{escape(summary['rescues_and_regressions'])}</p>"
-        f"<table><tr>{head}</tr>{rows}</table><div>{charts}</div>"
+    html = page(
+        f"loopfix compare: {summary['model']} on {summary['suite']}",
+        summary["rescues_and_regressions"],
+        [
+            "".join(f"<p>{escape(note)}</p>" for note in summary["notes"]),
+            f"<table><tr>{head}</tr>{rows}</table>",
+            f"<div class=charts>{charts}</div>",
+        ],
     )
-    write_text_atomic(path, page)
+    write_text_atomic(path, html)

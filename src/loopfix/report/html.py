@@ -12,24 +12,15 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from loopfix import __version__
 from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
+from loopfix.report.page import page
 from loopfix.report.svg import Series, histogram_chart, rate_chart
 
-__all__ = ["STYLE", "render_report", "write_report"]
+__all__ = ["render_report", "write_report"]
 
 MAX_PROMPT_ROWS = 200
 MAX_TEXT_CHARS = 3000
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}
-table{border-collapse:collapse;margin:12px 0;font-size:13px}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
-td.text{text-align:left;font-family:monospace;white-space:pre-wrap;max-width:760px}
-mark{background:#ffb3b3}
-.charts{display:flex;flex-wrap:wrap;gap:16px}
-.small{color:#666;font-size:12px}
-"""
 
 
 def _percent(value: float | None, interval: Sequence[float] | None = None) -> str:
@@ -171,22 +162,21 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
         if overlong
         else ""
     ) + "".join(f"<p>warning: {escape(w)}</p>" for w in summary.get("warnings", []))
-    return "\n".join(
+    notes += "".join(f"<p>{escape(note)}</p>" for note in summary.get("notes", []))
+    about = (
+        f"{summary['records']} records · loop = default detector (or a server's repetition "
+        "stop); paper metric = some n-gram occurs at least k times, n and k scaled for short caps"
+    )
+    return page(
+        title,
+        about,
         [
-            "<!DOCTYPE html>",
-            "<html lang=en><head><meta charset=utf-8>",
-            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
-            f"<h1>{escape(title)}</h1>",
-            f"<p class=small>{summary['records']} records · loopfix {__version__} · "
-            "loop = default detector (or a server's repetition stop); paper metric = some n-gram "
-            "occurs at least k times, n and k scaled for short caps</p>",
             notes,
             _settings_table(rows),
             _charts(rows, records),
             "<h2>Per prompt</h2>",
             _prompt_rows(records, [r["temperature"] for r in rows]),
-            "</body></html>",
-        ]
+        ],
     )
 
 

@@ -11,7 +11,23 @@ __all__ = ["Series", "histogram_chart", "rate_chart"]
 
 WIDTH, HEIGHT = 520, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 44
-COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e")
+# Ten colours (matplotlib's tab10) and eight marker shapes: series i gets colour i % 10 and
+# shape i % 8, so every pair of the first 40 series differs in colour or shape, and the first 8
+# in both (a reader who cannot tell two colours apart still tells the shapes).
+COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+MARKERS = ("circle", "square", "triangle", "diamond", "down", "cross", "plus", "pentagon")
+DODGE = 4.0  # pixels between the series' points at one x, so equal values do not hide each other
 
 
 @dataclass(frozen=True)
@@ -21,6 +37,46 @@ class Series:
     label: str
     values: Sequence[float | None]
     intervals: Sequence[Sequence[float] | None]
+
+
+def series_style(number: int) -> tuple[str, str]:
+    """(colour, marker shape) of the `number`-th series."""
+    return COLORS[number % len(COLORS)], MARKERS[number % len(MARKERS)]
+
+
+def marker(shape: str, x: float, y: float, color: str, title: str = "", size: float = 4.5) -> str:
+    """One point drawn as `shape` (see MARKERS), with a hover title."""
+    s = size
+    outlines = {
+        "triangle": [(0, -s), (s, s * 0.8), (-s, s * 0.8)],
+        "down": [(0, s), (s, -s * 0.8), (-s, -s * 0.8)],
+        "diamond": [(0, -s), (s, 0), (0, s), (-s, 0)],
+        "square": [
+            (-s * 0.8, -s * 0.8),
+            (s * 0.8, -s * 0.8),
+            (s * 0.8, s * 0.8),
+            (-s * 0.8, s * 0.8),
+        ],
+        "pentagon": [
+            (0, -s),
+            (s * 0.95, -s * 0.3),
+            (s * 0.6, s * 0.8),
+            (-s * 0.6, s * 0.8),
+            (-s * 0.95, -s * 0.3),
+        ],
+    }
+    hover = f"<title>{escape(title)}</title>" if title else ""
+    if shape in outlines:
+        points = " ".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in outlines[shape])
+        return f'<polygon points="{points}" fill="{color}">{hover}</polygon>'
+    if shape in ("cross", "plus"):
+        d = s * 0.85
+        arms = (
+            [(-d, -d, d, d), (-d, d, d, -d)] if shape == "cross" else [(-s, 0, s, 0), (0, -s, 0, s)]
+        )
+        path = " ".join(f"M{x + a:.1f},{y + b:.1f} L{x + c:.1f},{y + e:.1f}" for a, b, c, e in arms)
+        return f'<path d="{path}" stroke="{color}" stroke-width="2.5">{hover}</path>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{s * 0.85:.1f}" fill="{color}">{hover}</circle>'
 
 
 def _frame(title: str, body: list[str], x_label: str, y_label: str) -> str:
@@ -75,7 +131,7 @@ def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str
     if not xs:
         return _no_data(title, "temperature", "rate")
     span = (max(xs) - min(xs)) or 1.0
-    plot_width = WIDTH - LEFT - RIGHT - 100  # room for the legend on the right
+    plot_width = WIDTH - LEFT - RIGHT - 120  # room for the legend on the right
 
     def x_of(x: float) -> float:
         return LEFT + 20 + (x - min(xs)) / span * (plot_width - 40)
@@ -87,9 +143,12 @@ def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str
         for x in xs
     ]
     for number, line in enumerate(series):
-        color = COLORS[number % len(COLORS)]
+        color, shape = series_style(number)
+        shift = (number - (len(series) - 1) / 2) * DODGE
         points = [
-            (x_of(x), _y(v, 1.0)) for x, v in zip(xs, line.values, strict=True) if v is not None
+            (x_of(x) + shift, _y(v, 1.0))
+            for x, v in zip(xs, line.values, strict=True)
+            if v is not None
         ]
         if len(points) > 1:
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
@@ -99,7 +158,7 @@ def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str
         for x, value, interval in zip(xs, line.values, line.intervals, strict=True):
             if value is None:
                 continue
-            px = x_of(x)
+            px = x_of(x) + shift
             if interval is not None:
                 low, high = _y(interval[0], 1.0), _y(interval[1], 1.0)
                 body.append(
@@ -107,15 +166,19 @@ def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str
                     f'stroke="{color}" stroke-width="1.5" opacity="0.6"/>'
                 )
             body.append(
-                f'<circle cx="{px:.1f}" cy="{_y(value, 1.0):.1f}" r="3.5" fill="{color}">'
-                f"<title>{escape(line.label)} at {x:g}: {value:.1%}</title></circle>"
+                marker(shape, px, _y(value, 1.0), color, f"{line.label} at {x:g}: {value:.1%}")
             )
         legend_y = TOP + 14 + 18 * number
         body.append(
-            f'<rect x="{WIDTH - 110}" y="{legend_y - 9}" width="10" height="10" fill="{color}"/>'
-            f'<text x="{WIDTH - 96}" y="{legend_y}" font-size="11">{escape(line.label)}</text>'
+            f'<line x1="{WIDTH - 134}" y1="{legend_y - 4}" x2="{WIDTH - 116}" y2="{legend_y - 4}" '
+            f'stroke="{color}" stroke-width="2"/>'
+            + marker(shape, WIDTH - 125, legend_y - 4, color)
+            + f'<text x="{WIDTH - 110}" y="{legend_y}" font-size="11">{escape(line.label)}</text>'
         )
-    return _frame(title, body, "temperature", "rate (95% Wilson interval)")
+    with_intervals = any(i is not None for line in series for i in line.intervals)
+    return _frame(
+        title, body, "temperature", "rate (95% Wilson interval)" if with_intervals else "rate"
+    )
 
 
 def histogram_chart(title: str, values: Sequence[float], x_label: str, bins: int = 20) -> str:

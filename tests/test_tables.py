@@ -1,0 +1,55 @@
+"""The scan, scan --compare and compare tables fit an 80-column terminal: no header or cell is
+cut to "…", and the caption spells out every shortened header."""
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from loopfix.cli.compare import compare_table as guards_table
+from loopfix.cli.scan import compare_table, summary_table
+from loopfix.scan import ScanConfig, compare_runs, run_scan
+from loopfix.scan.guard_comparison import CompareConfig, run_compare
+
+
+def rendered(table: object) -> str:
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(table)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def assert_fits(text: str, *words: str) -> None:
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for word in words:
+        assert word in text
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("tables")
+    base = {"model": "loopfix:stargraph", "n": 4, "max_new_tokens": 48, "batch_size": 4}
+    runs = []
+    for name, top_k in (("a", 0), ("b", 2)):
+        runs.append(root / name)
+        run_scan(ScanConfig(**base, temperatures=[0.0, 0.6, 1.0], top_k=top_k, out=runs[-1]))
+    return runs[0], runs[1]
+
+
+def test_scan_tables_fit_80_columns(scans: tuple[Path, Path]) -> None:
+    import json
+
+    summary = json.loads((scans[0] / "summary.json").read_text())
+    assert_fits(rendered(summary_table(summary, "loopfix:stargraph on stargraph")), "acc¬loop")
+    result = compare_runs(scans[0], scans[1])
+    assert_fits(rendered(compare_table(result)), "McNemar", "acc A→B")
+
+
+def test_the_guard_table_fits_80_columns(tmp_path: Path) -> None:
+    scan = ScanConfig(
+        model="loopfix:stargraph", n=2, temperatures=[0.0], max_new_tokens=32, out=tmp_path
+    )
+    guards = ["none", "penalty", "adaptive-temp", "rescue+dry"]
+    result = run_compare(CompareConfig(scan=scan, guards=guards))
+    assert_fits(rendered(guards_table(result)), "adaptive-temp", "rescue+dry", "tokens/s")
