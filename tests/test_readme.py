@@ -16,10 +16,10 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 # verb -> options added at test size (only when the command does not set them itself)
 SMALL = {
-    "doctor": ["--n", "50"],
+    "doctor": ["--n", "50", "--no-repair"],  # its repair stage: the `loopfix repair` row below
     "scan": ["--n", "4"],
     "compare": ["--n", "3"],
-    "repair": ["--prompts", "50"],
+    "repair": ["--prompts", "50", "--alphas", "2", "--ks", "8"],
     "lab train": ["--steps", "5"],
     "lab eval": ["--n", "20"],
 }
