@@ -2,13 +2,13 @@ import pytest
 from transformers import AutoConfig
 
 from loopfix.models import (
-    ARCHITECTURES,
     UnsupportedArchitectureError,
     architecture_for,
     supported_families,
     tiny_config,
     tiny_model,
 )
+from loopfix.models.architectures import ARCHITECTURES
 
 
 def test_families_cover_the_brief():

@@ -6,15 +6,14 @@ import pytest
 import torch
 
 from loopfix.models import (
-    TESTBED_DIR_VARIABLE,
     ModelLoadError,
     bundled_testbeds,
     load_model,
-    resolve_dtype,
     resolve_model_path,
     tiny_model,
     tiny_tokenizer,
 )
+from loopfix.models.loading import TESTBED_DIR_VARIABLE, resolve_dtype
 
 
 def _save_tiny(folder: Path, family: str = "llama"):

@@ -9,13 +9,11 @@ from loopfix.models import (
     attn_out_proj,
     decoder_layers,
     down_proj,
-    num_layers,
-    residual_width,
     tiny_config,
     tiny_model,
-    token_mixer,
     write_matrix,
 )
+from loopfix.models.modules import num_layers, residual_width, token_mixer
 
 WIDTH = 64
 MLP_WIDTH = 128

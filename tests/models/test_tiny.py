@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from loopfix.models import TINY_VOCAB_SIZE, tiny_config, tiny_model, tiny_tokenizer
+from loopfix.models import tiny_config, tiny_model, tiny_tokenizer
+from loopfix.models.tiny import TINY_VOCAB_SIZE
 
 
 def test_same_seed_same_weights_and_caller_rng_untouched():

@@ -1,7 +1,8 @@
 import pytest
 
 from loopfix.lab.stargraph import render
-from loopfix.suites import check_answer, last_boxed, stargraph_suite
+from loopfix.suites import check_answer, stargraph_suite
+from loopfix.suites.checkers import last_boxed
 
 
 def test_boxed_takes_the_last_balanced_box_after_thinking() -> None:

@@ -2,7 +2,8 @@ import pytest
 
 from loopfix.lab.stargraph import StarGraph
 from loopfix.models import load_model
-from loopfix.suites import SuiteError, SuiteItem, prompt_ids, stargraph_suite, supports_thinking
+from loopfix.suites import SuiteError, SuiteItem, stargraph_suite
+from loopfix.suites.render import prompt_ids, supports_thinking
 
 # Renders to testbed words, so the ids show what the template did ("back" marks thinking off).
 TEMPLATE = (

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from loopfix.atomic import write_text_atomic
 from loopfix.consistency.result import CheckResult, ConsistencyResult, Divergence, TokenProbability
-from loopfix.report import STYLE, Series, rate_chart
+from loopfix.report.page import STYLE
+from loopfix.report.svg import Series, rate_chart
 
 __all__ = ["MAX_DIVERGENCE_ROWS", "render_consistency", "write_consistency"]
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save
 
 from loopfix.atomic import atomic_writer, write_json_atomic
 from loopfix.errors import LoopfixError
-from loopfix.models import Orientation
+from loopfix.models.architectures import Orientation
 from loopfix.patch.hashing import tensor_sha256
 
 __all__ = [

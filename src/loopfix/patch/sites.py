@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import nn
 
-from loopfix.models import Orientation, architecture_for, attn_out_proj, down_proj, write_matrix
+from loopfix.models import architecture_for, attn_out_proj, down_proj, write_matrix
+from loopfix.models.architectures import Orientation
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

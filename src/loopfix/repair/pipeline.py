@@ -29,14 +29,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from loopfix.atomic import check_output_path, write_json_atomic, write_text_atomic
-from loopfix.models import (
-    architecture_for,
-    decoder_layers,
-    load_model,
-    num_layers,
-    residual_width,
-    write_matrix,
-)
+from loopfix.models import architecture_for, decoder_layers, load_model, write_matrix
+from loopfix.models.modules import num_layers, residual_width
 from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.patch.edit import write_strength
 from loopfix.patch.sites import site_module

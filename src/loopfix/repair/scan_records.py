@@ -25,7 +25,8 @@ from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.scan import ScanConfig, run_scan
-from loopfix.suites import SuiteItem, load_suite, prompt_ids
+from loopfix.suites import SuiteItem, load_suite
+from loopfix.suites.render import prompt_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

@@ -34,7 +34,8 @@ from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
 from loopfix.scan.summary import summarize
-from loopfix.suites import SuiteItem, load_suite, prompt_ids, supports_thinking
+from loopfix.suites import SuiteItem, load_suite
+from loopfix.suites.render import prompt_ids, supports_thinking
 
 __all__ = ["ScanResult", "prepare_items", "run_scan", "scan_warnings", "write_outputs"]
 
