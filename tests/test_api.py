@@ -88,3 +88,11 @@ def test_guard_processor_rescues_inside_model_generate() -> None:
     with pytest.raises(ValueError, match="one generate call"):
         model.generate(**inputs, max_new_tokens=4, do_sample=False, **guards)
     assert torch.is_grad_enabled()
+
+
+def test_python_dash_m_loopfix_is_the_command_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "loopfix", "--help"], capture_output=True, text=True, check=True
+    )
+    for verb in ("scan", "compare", "repair", "doctor", "detect", "patch", "lab"):
+        assert verb in result.stdout
