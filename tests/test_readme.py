@@ -59,6 +59,7 @@ def test_the_readme_lists_every_verb() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a doctor, a repair and a training run, at small size
 def test_every_readme_command_works_as_written(tmp_path: Path) -> None:
     seen: set[str] = set()
     for kind, body in readme_steps():
