@@ -15,7 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
-from loopfix.models import testbed_dir
+from loopfix.models.loading import testbed_dir
 from loopfix.scan import ScanConfig
 from loopfix.scan.identity import model_files
 

@@ -16,18 +16,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from loopfix import models
 from loopfix.cli import app
 from loopfix.cli.common import errors
 from loopfix.models import tiny_model, tiny_tokenizer
-from loopfix.patch import (
-    MANIFEST_NAME,
-    TENSORS_NAME,
-    EditRequest,
-    EditSite,
-    build_patch,
-    save_patch,
-)
+from loopfix.models.loading import testbed_dir
+from loopfix.patch import EditRequest, EditSite, build_patch, save_patch
+from loopfix.patch.format import MANIFEST_NAME, TENSORS_NAME
 
 LOOPING = "Wait, let me double-check 12 * 13: 12 * 13 = 156, so the answer is 156.\n\n" * 12
 CLEAN = "The three primary colours of light are red, green and blue."
@@ -187,7 +181,7 @@ def test_a_manifest_without_edits_or_of_the_old_format_is_one_line(
 @pytest.fixture
 def testbed_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "model"
-    shutil.copytree(models.testbed_dir() / "stargraph", folder)
+    shutil.copytree(testbed_dir() / "stargraph", folder)
     return folder
 
 
@@ -214,11 +208,11 @@ def test_other_weights_or_an_edited_suite_are_not_resumed(
     out = tmp_path / "run"
     suite = write_jsonl(tmp_path / "suite.jsonl", [{"id": "a", "prompt": "a b"}])
     assert scan(testbed_copy, out, "--suite", str(suite)).exit_code == 0
-    shutil.copy(models.testbed_dir() / "stargraph-clean" / "model.safetensors", testbed_copy)
+    shutil.copy(testbed_dir() / "stargraph-clean" / "model.safetensors", testbed_copy)
     before = snapshot(tmp_path)
     one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "model.safetensors")
     assert snapshot(tmp_path) == before
-    shutil.copy(models.testbed_dir() / "stargraph" / "model.safetensors", testbed_copy)
+    shutil.copy(testbed_dir() / "stargraph" / "model.safetensors", testbed_copy)
     write_jsonl(suite, [{"id": "a", "prompt": "a c"}])
     before = snapshot(tmp_path)
     one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "suite's prompts differ")

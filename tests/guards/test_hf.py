@@ -1,12 +1,7 @@
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
-from loopfix.guards import (
-    GuardContext,
-    GuardLogitsProcessor,
-    GuardStoppingCriteria,
-    parse_guards,
-)
+from loopfix.guards import GuardContext, GuardLogitsProcessor, GuardStoppingCriteria, parse_guards
 from loopfix.models import tiny_model
 from loopfix.records import DecodeSettings
 from tests.decoding import plain_greedy
