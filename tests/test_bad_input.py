@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.cli.common import errors
-from loopfix.models import tiny_model, tiny_tokenizer
-from loopfix.models.loading import testbed_dir
+from loopfix.models import loading, tiny_model, tiny_tokenizer
 from loopfix.patch import EditRequest, EditSite, build_patch, save_patch
 from loopfix.patch.format import MANIFEST_NAME, TENSORS_NAME
 
@@ -181,7 +180,7 @@ def test_a_manifest_without_edits_or_of_the_old_format_is_one_line(
 @pytest.fixture
 def testbed_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "model"
-    shutil.copytree(testbed_dir() / "stargraph", folder)
+    shutil.copytree(loading.testbed_dir() / "stargraph", folder)
     return folder
 
 
@@ -208,11 +207,11 @@ def test_other_weights_or_an_edited_suite_are_not_resumed(
     out = tmp_path / "run"
     suite = write_jsonl(tmp_path / "suite.jsonl", [{"id": "a", "prompt": "a b"}])
     assert scan(testbed_copy, out, "--suite", str(suite)).exit_code == 0
-    shutil.copy(testbed_dir() / "stargraph-clean" / "model.safetensors", testbed_copy)
+    shutil.copy(loading.testbed_dir() / "stargraph-clean" / "model.safetensors", testbed_copy)
     before = snapshot(tmp_path)
     one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "model.safetensors")
     assert snapshot(tmp_path) == before
-    shutil.copy(testbed_dir() / "stargraph" / "model.safetensors", testbed_copy)
+    shutil.copy(loading.testbed_dir() / "stargraph" / "model.safetensors", testbed_copy)
     write_jsonl(suite, [{"id": "a", "prompt": "a c"}])
     before = snapshot(tmp_path)
     one_line_error(scan(testbed_copy, out, "--suite", str(suite)), "suite's prompts differ")

@@ -6,8 +6,7 @@ import typer
 from pydantic import BaseModel, TypeAdapter
 
 from loopfix.cli import app
-from loopfix.cli.common import parse_list
-from loopfix.cli.options import is_list
+from loopfix.cli.options import is_list, list_value
 from loopfix.repair.config import RepairConfig
 from loopfix.scan.config import ScanConfig
 from loopfix.scan.guard_config import CompareConfig
@@ -33,7 +32,7 @@ def test_cli_defaults_and_help_are_the_config_fields(verb: str) -> None:
         field = model.model_fields[param.name]
         value = param.default
         if is_list(field) and isinstance(value, str):
-            value = parse_list(value, param.name)
+            value = list_value(value, param.name)
         parsed = TypeAdapter(field.annotation).validate_python(value)
         assert parsed == field.get_default(call_default_factory=True), (verb, param.name)
         if param.name != "think":

@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 
 from loopfix.cli.common import parse_list
 
-__all__ = ["build", "cli_default", "flag", "option"]
+__all__ = ["build", "cli_default", "flag", "is_list", "list_value", "option"]
 
 _BOUNDS = (
     (annotated_types.Ge, "ge", ">="),
@@ -71,11 +71,27 @@ def option(model: type[BaseModel], name: str, *flags: str, help: str | None = No
     return typer.Option(cli_default(field), *flags, help=help or _help(field))
 
 
+def list_value(text: str, option_name: str) -> list[int | float | str]:
+    """A comma list option's elements as what each reads as (see `_scalar`)."""
+    return [_scalar(part) for part in parse_list(text, option_name)]
+
+
+def _scalar(text: str) -> int | float | str:
+    """One element of a comma list as what it reads as: "8" -> 8, "0.6" -> 0.6, "dry" -> "dry"
+    (so a whole-number field refuses "1.5" instead of rounding it)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def build(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
     """`model` from the parsed options (comma lists split); a refused value is a pydantic
     ValidationError, which the command line's root prints as one line naming the flag."""
     data = {
-        name: parse_list(value, flag(name))
+        name: list_value(value, flag(name))
         if isinstance(value, str) and is_list(model.model_fields[name])
         else value
         for name, value in values.items()
