@@ -40,7 +40,8 @@ def main() -> None:
     )
     from loopfix.models import load_model
     from loopfix.records import DecodeSettings
-    from loopfix.suites import load_suite, prompt_ids
+    from loopfix.suites import load_suite
+    from loopfix.suites.render import prompt_ids
 
     model, tokenizer = load_model(args.model, device="cpu")
     options = {"model": args.model, "suite": args.suite, "n": args.n}

@@ -8,21 +8,25 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
-# verb -> options added at test size (only when the command does not set them itself)
-SMALL = {
-    "doctor": ["--n", "50", "--no-repair"],  # its repair stage: the `loopfix repair` row below
-    "scan": ["--n", "4"],
-    "compare": ["--n", "3"],
-    "repair": ["--prompts", "50", "--alphas", "2", "--ks", "8"],
-    "lab train": ["--steps", "5"],
-    "lab eval": ["--n", "20"],
+# verb -> options set at test size: (flag, value) added, or replacing the README's value;
+# (flag, None) a switch
+SMALL: dict[str, list[tuple[str, str | None]]] = {
+    "doctor": [("--n", "50"), ("--no-repair", None)],  # its repair: the `loopfix repair` row
+    "scan": [("--n", "4")],
+    "compare": [("--n", "3")],
+    "consistency": [("--n", "4")],
+    "repair": [("--prompts", "50"), ("--alphas", "2"), ("--ks", "8")],
+    "lab train": [("--steps", "5")],
+    "lab eval": [("--n", "20")],
 }
+SERVERS = ("serve",)  # run until stopped: started, checked to stay up, then stopped
 SKIPPED = ("bash scripts/setup.sh", ".venv/bin/python -m pytest")
 
 
@@ -48,8 +52,12 @@ def small(command: str) -> list[str]:
     assert words[0].endswith("loopfix"), command
     words = words[1:]
     verb = " ".join(words[:2]) if words[0] in ("lab", "patch") else words[0]
-    extra = SMALL.get(verb, [])
-    return words + ([] if extra and extra[0] in words else extra)
+    for flag, value in SMALL.get(verb, []):
+        if flag in words and value is not None:
+            words[words.index(flag) + 1] = value
+        elif flag not in words:
+            words += [flag] if value is None else [flag, value]
+    return words
 
 
 def test_the_readme_lists_every_verb() -> None:
@@ -74,6 +82,21 @@ def test_every_readme_command_works_as_written(tmp_path: Path) -> None:
             # At test size the repair may decline; its candidate is a patch all the same.
             if not (tmp_path / "repair" / "patch.json").exists():
                 arguments = ["repair/rejected_candidate" if a == "repair" else a for a in arguments]
+        if arguments[0] in SERVERS:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "loopfix", *arguments],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            try:
+                time.sleep(8)
+                assert server.poll() is None, f"{body}\n{server.communicate()[0][-3000:]}"
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+            continue
         result = subprocess.run(
             [sys.executable, "-m", "loopfix", *arguments],
             cwd=tmp_path,

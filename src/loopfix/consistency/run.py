@@ -37,7 +37,8 @@ from loopfix.consistency.result import CheckResult, ConsistencyResult
 from loopfix.consistency.seeds import check_seed_sensitivity
 from loopfix.consistency.session import Prompt, Session
 from loopfix.models import load_model
-from loopfix.suites import SuiteItem, load_suite, prompt_ids
+from loopfix.suites import SuiteItem, load_suite
+from loopfix.suites.render import prompt_ids
 
 __all__ = ["CHECKS", "run_consistency"]
 
