@@ -32,7 +32,7 @@ def test_cli_defaults_and_help_are_the_config_fields(verb: str) -> None:
         field = model.model_fields[param.name]
         value = param.default
         if is_list(field) and isinstance(value, str):
-            value = list_value(value, param.name)
+            value = list_value(value)
         parsed = TypeAdapter(field.annotation).validate_python(value)
         assert parsed == field.get_default(call_default_factory=True), (verb, param.name)
         if param.name != "think":

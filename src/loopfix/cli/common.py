@@ -111,17 +111,14 @@ def progress_bar() -> Progress:
     )
 
 
-def parse_list(text: str, option: str) -> list[str]:
-    """ "a, b,c" -> ["a", "b", "c"]; an empty list is refused."""
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
-        raise OptionError(f"{option}: expected a comma-separated list, got {text!r}")
-    return parts
+def parse_list(text: str) -> list[str]:
+    """"a, b,c" -> ["a", "b", "c"] (empty parts dropped; the caller judges an empty list)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def parse_floats(text: str, option: str) -> list[float]:
     try:
-        return [float(part) for part in parse_list(text, option)]
+        return [float(part) for part in parse_list(text)]
     except ValueError:
         raise OptionError(f"{option}: expected comma-separated numbers, got {text!r}") from None
 

@@ -71,9 +71,9 @@ def option(model: type[BaseModel], name: str, *flags: str, help: str | None = No
     return typer.Option(cli_default(field), *flags, help=help or _help(field))
 
 
-def list_value(text: str, option_name: str) -> list[int | float | str]:
+def list_value(text: str) -> list[int | float | str]:
     """A comma list option's elements as what each reads as (see `_scalar`)."""
-    return [_scalar(part) for part in parse_list(text, option_name)]
+    return [_scalar(part) for part in parse_list(text)]
 
 
 def _scalar(text: str) -> int | float | str:
@@ -91,7 +91,7 @@ def build(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
     """`model` from the parsed options (comma lists split); a refused value is a pydantic
     ValidationError, which the command line's root prints as one line naming the flag."""
     data = {
-        name: list_value(value, flag(name))
+        name: list_value(value)
         if isinstance(value, str) and is_list(model.model_fields[name])
         else value
         for name, value in values.items()
