@@ -83,19 +83,18 @@ def test_every_readme_command_works_as_written(tmp_path: Path) -> None:
             if not (tmp_path / "repair" / "patch.json").exists():
                 arguments = ["repair/rejected_candidate" if a == "repair" else a for a in arguments]
         if arguments[0] in SERVERS:
-            server = subprocess.Popen(
+            with subprocess.Popen(
                 [sys.executable, "-m", "loopfix", *arguments],
                 cwd=tmp_path,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
-            )
-            try:
+            ) as server:
                 time.sleep(8)
-                assert server.poll() is None, f"{body}\n{server.communicate()[0][-3000:]}"
-            finally:
+                alive = server.poll() is None
                 server.terminate()
-                server.wait(timeout=30)
+                output = server.communicate(timeout=30)[0]
+            assert alive, f"{body}\n{output[-3000:]}"
             continue
         result = subprocess.run(
             [sys.executable, "-m", "loopfix", *arguments],
