@@ -30,7 +30,7 @@ def evaluation_table(evaluation: object, title: str) -> Table:
 
     assert isinstance(evaluation, LabEvaluation)
     table = Table(title=title)
-    for column in ("T", "n", "success", "loops", "legal", "cut", "mean len"):
+    for column in ("T", "n", "success", "loops", "paper", "cut", "legal", "mean len"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("failures: where they went")
     for row in evaluation.settings:
@@ -42,8 +42,9 @@ def evaluation_table(evaluation: object, title: str) -> Table:
             str(row.n),
             f"{row.success:.1%}",
             f"{row.loop_rate:.1%}",
-            f"{row.legal_rate:.1%}",
+            f"{row.paper_loop_rate:.1%}",
             f"{row.cut_rate:.1%}",
+            f"{row.legal_rate:.1%}",
             f"{row.mean_length:.1f}",
             failures,
         )
@@ -99,6 +100,9 @@ def eval_command(
     max_new_tokens: int = typer.Option(48, help="length cap; a walk that reaches it is cut"),
     batch_size: int = typer.Option(250, help="prompts per generate call"),
     json_out: Path | None = typer.Option(None, "--json", help="write the results as JSON here"),
+    out: Path | None = typer.Option(
+        None, "--out", help="keep the scan here (records, summary, report.html; resumable)"
+    ),
     threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
@@ -135,6 +139,7 @@ def eval_command(
             max_new_tokens=max_new_tokens,
             batch_size=batch_size,
             on_batch=lambda done: progress.advance(task, done),
+            out=out,
         )
     console.print(evaluation_table(evaluation, f"{model}: {n} fresh graphs, cap {max_new_tokens}"))
     console.print(

@@ -2,10 +2,12 @@
 confidence flywheel.
 
 Steps:
-1. Draw fresh graphs from a seed the trainer never uses (training draws from seed + 1000).
-2. Generate one walk per graph and temperature with the batched HF backend.
-3. Score each walk (`score_walk`) and call it a loop when it hit the length cap while its tail is
-   exactly periodic (`loopfix.detect.find_periodic_tail`).
+1. Draw fresh graphs from a seed the trainer never uses (training draws from seed + 1000): the
+   built-in `stargraph` suite.
+2. Scan them with `loopfix.scan.run_scan` (one walk per graph and temperature, on the HF decode
+   engine), so a walk is judged exactly as every other scan judges a sample: loop by
+   `loopfix.scan.is_loop`, class by the star graph's outcome classifier.
+3. Add what only a walk has: legal moves (`score_walk` on the walk read back from the text).
 4. Flywheel: teacher-force a prefix that ends with a wrong excursion followed by r verbatim
    repeats of it, and read P(enter the repeated arm again) at the root after each repeat.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,20 +26,23 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from loopfix.atomic import write_json_atomic
-from loopfix.backends.hf import generate
-from loopfix.detect import DetectConfig, find_periodic_tail
+from loopfix.backends.hf import HFBackend
 from loopfix.lab.stargraph import (
     BACK_ID,
     PAD_ID,
     StarGraph,
-    WalkScore,
     make_graph,
-    make_graphs,
     score_walk,
     teacher_walk,
+    walk_from_text,
 )
 from loopfix.lab.train import TrainConfig
-from loopfix.records import DecodeSettings
+from loopfix.records import Sample, SampleStore
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.outcomes import STARGRAPH_OUTCOMES
+from loopfix.scan.summary import setting_summary
+from loopfix.suites import SuiteItem, answer_part, stargraph_suite
+from loopfix.suites.builtin import STARGRAPH_ARMS, STARGRAPH_DEPTH
 
 EVAL_SEED = 12345
 
@@ -46,7 +52,8 @@ class TemperatureResult:
     temperature: float
     n: int
     success: float
-    loop_rate: float
+    loop_rate: float  # `loopfix.scan.is_loop`, as every scan reports it
+    paper_loop_rate: float  # the paper's n-gram metric, scaled for the cap
     legal_rate: float  # legal moves / all moves, pooled over walks
     valid_rate: float  # walks whose every move is legal
     cut_rate: float  # walks that hit the length cap
@@ -62,6 +69,7 @@ class LabEvaluation:
     max_new_tokens: int
     teacher_mean_length: float
     seed: int
+    scan: str | None  # the scan's folder, when it was kept
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -78,55 +86,39 @@ def testbed_config(model: PreTrainedModel) -> TrainConfig:
     return TrainConfig()
 
 
-def loop_detector_config(max_new_tokens: int) -> DetectConfig:
-    # A loop must fill the last two thirds of the cap (at most 60 tokens) with >= 3 repeats:
-    # short enough to fire on a 48-token cap, long enough that two identical excursions in an
-    # otherwise varied walk never count.
-    return DetectConfig(max_period=24, min_repeats=3, min_span=min(60, 2 * max_new_tokens // 3))
+def testbed_suite(model: PreTrainedModel, n: int, seed: int) -> list[SuiteItem]:
+    """`n` fresh graphs of the testbed's task as suite items (the built-in `stargraph` suite,
+    whose shape every `loopfix lab train` testbed has)."""
+    config = testbed_config(model)
+    if (config.arms, config.depth) != (STARGRAPH_ARMS, STARGRAPH_DEPTH):
+        raise ValueError(
+            f"the testbed was trained on G({config.arms}, {config.depth}) graphs; the stargraph "
+            f"suite is G({STARGRAPH_ARMS}, {STARGRAPH_DEPTH})"
+        )
+    return stargraph_suite(n, seed)
 
 
-def classify(score: WalkScore, walk: list[int], hit_cap: bool, detector: DetectConfig) -> str:
-    """Where a walk went: success, loop, a stop at a wrong node, an illegal move, or the cap
-    without a period."""
-    if score.success:
-        return "success"
-    if hit_cap:
-        return "loop" if find_periodic_tail(walk, detector) is not None else "cap_without_loop"
-    return "wrong_stop" if score.valid else "illegal"
-
-
-def evaluate_temperature(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    graphs: Sequence[StarGraph],
-    settings: DecodeSettings,
-    batch_size: int,
-    on_batch: Callable[[int], None] | None = None,
-) -> TemperatureResult:
-    detector = loop_detector_config(settings.max_new_tokens)
-    prompts = [graph.prompt_ids() for graph in graphs]
-    generations = generate(model, tokenizer, prompts, settings, batch_size, on_batch)
-    outcomes = dict.fromkeys(("success", "loop", "wrong_stop", "illegal", "cap_without_loop"), 0)
-    legal = moves = valid = cut = 0
-    lengths = []
-    for graph, generation in zip(graphs, generations, strict=True):
-        hit_cap = generation.finish_reason == "length"
-        score = score_walk(graph, generation.tokens)
-        outcomes[classify(score, generation.tokens, hit_cap, detector)] += 1
+def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> TemperatureResult:
+    """One temperature's numbers from its scan records."""
+    summary = setting_summary(samples)
+    legal = moves = valid = 0
+    for sample in samples:
+        graph = StarGraph.from_dict(items[sample.prompt_id].meta["graph"])
+        walk = walk_from_text(answer_part(sample.text), sample.finish_reason == "stop")
+        score = score_walk(graph, walk)
         legal, moves, valid = legal + score.legal_moves, moves + score.moves, valid + score.valid
-        cut += hit_cap
-        lengths.append(len(generation.tokens))
-    n = len(graphs)
+    counts = summary["outcomes"]
     return TemperatureResult(
-        temperature=settings.temperature,
-        n=n,
-        success=outcomes["success"] / n,
-        loop_rate=outcomes["loop"] / n,
+        temperature=summary["temperature"],
+        n=summary["n"],
+        success=summary["accuracy"],
+        loop_rate=summary["loop_rate"],
+        paper_loop_rate=summary["paper_loop_rate"],
         legal_rate=legal / moves,
-        valid_rate=valid / n,
-        cut_rate=cut / n,
-        mean_length=float(np.mean(lengths)),
-        outcomes=outcomes,
+        valid_rate=valid / summary["n"],
+        cut_rate=summary["cut_rate"],
+        mean_length=summary["mean_length"],
+        outcomes={name: counts.get(name, 0) for name in STARGRAPH_OUTCOMES},
     )
 
 
@@ -203,26 +195,39 @@ def evaluate_testbed(
     max_new_tokens: int = 48,
     batch_size: int = 250,
     on_batch: Callable[[int], None] | None = None,
+    out: Path | None = None,
 ) -> LabEvaluation:
-    config = testbed_config(model)
-    graphs = make_graphs(seed, n, config.arms, config.depth)
-    results = [
-        evaluate_temperature(
-            model,
-            tokenizer,
-            graphs,
-            DecodeSettings(temperature=t, max_new_tokens=max_new_tokens, seed=seed),
-            batch_size,
-            on_batch,
+    """`out`: keep the scan there (records, summary, report.html; resumable); None: a temporary
+    folder."""
+    items = testbed_suite(model, n, seed)
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(out) if out is not None else Path(temporary)
+        config = ScanConfig(
+            model=str(getattr(model, "name_or_path", "testbed")),
+            suite="stargraph",
+            n=n,
+            temperatures=list(temperatures),
+            seed=seed,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            out=folder,
         )
-        for t in temperatures
+        progress = None if on_batch is None else (lambda done, _total: on_batch(done))
+        run_scan(config, HFBackend(model, tokenizer, batch_size), progress)
+        records = list(SampleStore(folder / "records.jsonl"))
+    by_id = {item.id: item for item in items}
+    results = [
+        temperature_result([s for s in records if s.settings["temperature"] == t], by_id)
+        for t in config.temperatures
     ]
-    copy, correct = flywheel(model, config)
+    testbed = testbed_config(model)
+    copy, correct = flywheel(model, testbed)
     return LabEvaluation(
         settings=results,
         flywheel=copy,
         flywheel_correct_arm=correct,
         max_new_tokens=max_new_tokens,
-        teacher_mean_length=teacher_mean_length(config),
+        teacher_mean_length=teacher_mean_length(testbed),
         seed=seed,
+        scan=None if out is None else str(out),
     )

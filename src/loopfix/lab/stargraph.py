@@ -188,3 +188,11 @@ def score_walk(graph: StarGraph, walk: list[int]) -> WalkScore:
 
 def render(ids: list[int]) -> str:
     return " ".join(VOCABULARY[i] for i in ids)
+
+
+def walk_from_text(text: str, stopped: bool) -> list[int]:
+    """The walk a rendered answer names, read back from its words so that any backend's text can
+    be scored; EOS is not part of the text, so whether generation stopped comes separately. An
+    unknown word becomes <pad>, which `score_walk` judges an illegal move."""
+    words = [word for word in text.split() if word not in (BOS, EOS, PAD)]
+    return [TOKEN_ID.get(word, PAD_ID) for word in words] + ([EOS_ID] if stopped else [])

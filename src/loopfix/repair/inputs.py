@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopfix.lab.evaluate import testbed_config
+from loopfix.lab.evaluate import testbed_config, testbed_suite
 from loopfix.lab.stargraph import PAD_ID
 from loopfix.repair.branches import BranchPair, make_pairs, normal_walks
 from loopfix.repair.config import RepairConfig
@@ -19,7 +19,7 @@ from loopfix.repair.scan_records import own_scan, read_records, split_prompts
 from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.stages import StageClock
 from loopfix.repair.verification import Verifier
-from loopfix.repair.verify import StargraphPrompts
+from loopfix.scan import ScanConfig
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -47,7 +47,7 @@ def repair_inputs(
     clock: StageClock,
 ) -> RepairInputs:
     if config.suite is None and config.records is None:
-        return _testbed(model, tokenizer, model_spec, config, clock)
+        return _testbed(model, tokenizer, model_spec, out, config, clock)
     return _scan(model, tokenizer, model_spec, out, config, clock)
 
 
@@ -55,6 +55,7 @@ def _testbed(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     model_spec: str,
+    out: Path,
     config: RepairConfig,
     clock: StageClock,
 ) -> RepairInputs:
@@ -79,7 +80,15 @@ def _testbed(
         "heldout": len(heldout),
         "normal": len(walks),
     }
-    verifier = Verifier(model, StargraphPrompts(model, tokenizer, task, config), config)
+    # Fresh graphs the branches never saw, scanned like any suite (`scan_verify`), so each walk
+    # is judged by the scan's loop definition and the star graph's outcome classes.
+    prompt_sets = {
+        "verify": testbed_suite(model, config.prompts, config.verify_seed),
+        "causal": testbed_suite(model, config.causal_prompts, config.verify_seed + 1),
+    }
+    scan = ScanConfig(model=model_spec, suite="stargraph", max_new_tokens=config.max_new_tokens)
+    source = ScanPrompts(model, tokenizer, scan, prompt_sets, config, out / "verification")
+    verifier = Verifier(model, source, config)
     return RepairInputs(config, train, heldout, walks, PAD_ID, verifier, summary)
 
 

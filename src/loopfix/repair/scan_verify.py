@@ -1,4 +1,5 @@
-"""Verification of a repair on any model: held-out suite prompts generated with `run_scan`.
+"""Verification of a repair: held-out suite prompts generated with `run_scan` (the testbed's
+fresh graphs are the `stargraph` suite).
 
 Each held-out prompt set is written as a JSON-lines suite (`OUT/verification/verify.jsonl`,
 `causal.jsonl`) and every arm (base, a candidate, its control, an activation-level ablation)
@@ -7,8 +8,9 @@ under `OUT/verification/` (kept, so `loopfix scan --compare` can re-pair any two
 arm uses the records' decode settings and cap and the same seed, so a prompt's sample in one arm
 pairs with its sample in another under the same sampler seed.
 
-A sample's outcome (the testbed's "where the walks went" has no counterpart here): correct, loop
-(not correct), cut without loop, wrong stop (judged wrong), unjudged (no checker).
+A sample's outcome is the class the scan gave it (`loopfix.scan.outcomes`): the star graph's
+success / loop / wrong stop / illegal / cap without loop on the testbed; correct / loop / cap
+without loop / wrong stop / unjudged on other suites.
 """
 
 from __future__ import annotations
@@ -33,19 +35,7 @@ from loopfix.suites import SuiteItem
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["OUTCOMES", "ScanOutcomes", "ScanPrompts", "outcome"]
-
-OUTCOMES = ("correct", "loop", "cut_without_loop", "wrong_stop", "unjudged")
-
-
-def outcome(sample: Sample) -> str:
-    if sample.correct:
-        return "correct"
-    if is_loop(sample):
-        return "loop"
-    if sample.finish_reason == "length":
-        return "cut_without_loop"
-    return "unjudged" if sample.correct is None else "wrong_stop"
+__all__ = ["ScanOutcomes", "ScanPrompts"]
 
 
 @dataclass(frozen=True)
@@ -57,14 +47,12 @@ class ScanOutcomes:
     folder: Path
 
     def summary(self) -> dict[str, Any]:
-        generated = [s for s in self.samples if s.finish_reason != "error"]
         stats = setting_summary(list(self.samples))
-        counts = Counter(map(outcome, generated))
         return {
             **{
-                key: stats[key] for key in ("n", "loop_rate", "cut_rate", "accuracy", "mean_length")
+                key: stats[key]
+                for key in ("n", "loop_rate", "cut_rate", "accuracy", "mean_length", "outcomes")
             },
-            "outcomes": {name: counts[name] for name in OUTCOMES},
             "finish_reasons": dict(Counter(s.finish_reason for s in self.samples)),
             "records": str(self.folder / "records.jsonl"),
         }
@@ -121,7 +109,7 @@ class ScanPrompts:
         paired = compare_samples(list(base.samples), list(other.samples))["overall"]
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(
-            outcome(arm[s.prompt_id, s.sample_index])
+            arm[s.prompt_id, s.sample_index].meta["outcome"]
             for s in base.samples
             if is_loop(s) and (s.prompt_id, s.sample_index) in arm
         )

@@ -1,7 +1,7 @@
 """The generation side of a repair: base, candidates and control on held-out prompts.
 
-Where the prompts come from and how outcomes are compared is a `PromptSets`: the testbed's
-graphs (`verify.StargraphPrompts`) or held-out suite prompts run through `loopfix.scan`
+Where the prompts come from and how outcomes are compared is a `PromptSets`: held-out suite
+prompts (the testbed's fresh graphs, or a suite's) run through `loopfix.scan`
 (`scan_verify.ScanPrompts`). Both name two sets: "verify" (the final numbers) and "causal" (the
 activation-level check and the screening of candidates).
 """

@@ -2,17 +2,19 @@
 
 Steps: text (the backend's, or the tokens decoded) -> default loop verdict -> the paper metric
 (scaled for short caps) -> the suite's checker -> the record, with where the loop lies in the
-text so the report can highlight it without a tokenizer.
+text so the report can highlight it without a tokenizer, and its outcome class.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from loopfix.backends.base import Generation
 from loopfix.detect import DetectConfig, LoopVerdict
 from loopfix.records import Sample
 from loopfix.scan.detection import judge_loop, paper_loop
+from loopfix.scan.outcomes import classify_outcome
 from loopfix.scan.plan import Job
 from loopfix.suites import check_answer
 
@@ -66,7 +68,7 @@ def judge_generation(
     if generation.finish_reason != "error":
         stopped = generation.finish_reason == "stop"
         correct = check_answer(item.checker, text, item.answer, item.meta, stopped)
-    return Sample(
+    sample = Sample(
         prompt_id=item.id,
         sample_index=job.sample_index,
         settings=job.settings.model_dump(),
@@ -77,6 +79,7 @@ def judge_generation(
         correct=correct,
         meta=meta,
     )
+    return replace(sample, meta={**meta, "outcome": classify_outcome(item, sample)})
 
 
 def overlong_sample(job: Job, context_length: int | None) -> Sample:

@@ -1,14 +1,15 @@
 """Per-setting statistics of a run's records: rates with Wilson 95% intervals, and lengths.
 
 Rates are over the samples that were generated (not the over-long prompts, which are counted
-apart, nor requests that failed). A sample loops when the default detector says so or when a
-server ended it for repetition (vLLM's `finish_reason="repetition"`). Accuracy is over the
-samples a checker judged; `accuracy_non_looping` over the judged samples that did not loop.
+apart, nor requests that failed). `is_loop` is loopfix's one loop definition (docs/metrics.md).
+Accuracy is over the samples a checker judged; `accuracy_non_looping` over the judged samples
+that did not loop. `outcomes` counts each sample's class (`loopfix.scan.outcomes`).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,7 +23,14 @@ __all__ = ["is_loop", "setting_summary", "summarize"]
 
 
 def is_loop(sample: Sample) -> bool:
-    return bool((sample.loop or {}).get("looping")) or sample.finish_reason == "repetition"
+    """A loop is a repetition the model did not get out of: the output was cut at the length cap
+    and the default detector finds a loop in it, or a server or the `cut` guard ended it for
+    repetition (finish reason "repetition"). A passage repeated before the model stopped by
+    itself is not a loop: it cost tokens but not the answer. So every loop is also cut (or
+    stopped for repetition), and loop rate <= cut rate + the server's repetition stops."""
+    if sample.finish_reason == "repetition":
+        return True
+    return sample.finish_reason == "length" and bool((sample.loop or {}).get("looping"))
 
 
 def _rate(name: str, hits: int, n: int) -> dict[str, Any]:
@@ -70,6 +78,7 @@ def setting_summary(samples: list[Sample]) -> dict[str, Any]:
         ),
         **_lengths([s.length for s in generated if s.length is not None]),
         "unknown_lengths": sum(s.length is None for s in generated),
+        "outcomes": dict(Counter(s.meta["outcome"] for s in generated if "outcome" in s.meta)),
     }
 
 
