@@ -1,13 +1,24 @@
-"""`loopfix doctor`: the closed loop on one model (measure, then repair, then report)."""
+"""`loopfix doctor`: measure, compare guards, repair, verify, recommend (any model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from loopfix.cli.common import at_least, console, parse_temperatures, progress_bar
-from loopfix.cli.lab import evaluation_table
+from loopfix.doctor.config import DoctorConfig
+
+_FIELDS = DoctorConfig.model_fields
+
+
+def _default(name: str) -> Any:
+    return _FIELDS[name].default
+
+
+def _help(name: str) -> str:
+    return _FIELDS[name].description or ""
 
 
 def register(app: typer.Typer) -> None:
@@ -15,62 +26,72 @@ def register(app: typer.Typer) -> None:
 
 
 def doctor_command(
-    model: str = typer.Argument("loopfix:stargraph", help="testbed folder or loopfix:NAME"),
-    n: int = typer.Option(
-        300, help="fresh prompts per temperature; also the repair's verification prompts"
+    model: str = typer.Argument(_default("model"), help=_help("model")),
+    suite: str | None = typer.Option(None, help=_help("suite")),
+    n: int | None = typer.Option(None, help=_help("n")),
+    temperatures: str = typer.Option(
+        ",".join(f"{t:g}" for t in _default("temperatures")), help="comma-separated temperatures"
     ),
-    seed: int = typer.Option(12345, help="prompt and sampler seed"),
-    temperatures: str = typer.Option("0,1.0", help="comma-separated temperatures"),
-    out: Path = typer.Option(
-        Path("doctor"), "--out", help="folder for summary.json, report.md and repair/"
-    ),
-    threads: int = typer.Option(1, help="torch CPU threads (a tiny model gains nothing from more)"),
-    repair: bool = typer.Option(True, help="run the repair stage (most of the doctor's time)"),
+    seed: int = typer.Option(_default("seed"), help=_help("seed")),
+    max_new_tokens: int | None = typer.Option(None, help=_help("max_new_tokens")),
+    guards: str | None = typer.Option(None, help="comma-separated; " + _help("guards")),
+    repair: bool = typer.Option(_default("repair"), help=_help("repair")),
+    min_loops: int = typer.Option(_default("min_loops"), help=_help("min_loops")),
+    batch_size: int = typer.Option(_default("batch_size"), help=_help("batch_size")),
+    model_name: str | None = typer.Option(None, help=_help("model_name")),
+    quick: bool = typer.Option(_default("quick"), "--quick", help=_help("quick")),
+    out: Path = typer.Option(_default("out"), "--out", help=_help("out")),
+    threads: int | None = typer.Option(None, help="torch CPU threads (default: torch's)"),
 ) -> None:
-    """Measure how often a model loops, repair it, and write a report (default: the testbed).
+    """Measure loops, compare guards, repair, verify and recommend a setting for any model.
 
-    Example: loopfix doctor            (runs on loopfix:stargraph, writes doctor/)
+    Examples: loopfix doctor            (the bundled testbed, writes doctor/)
+              loopfix doctor MODEL --quick --out doctor-quick
     """
     import torch
 
     from loopfix.atomic import check_output_path
-    from loopfix.doctor import NotATestbedError, run_doctor
+    from loopfix.doctor import run_doctor
 
     temps = parse_temperatures(temperatures)
-    at_least(1, n=n, threads=threads)
+    given = {"n": n, "threads": threads, "max_new_tokens": max_new_tokens}
+    optional = {name: value for name, value in given.items() if value is not None}
+    at_least(1, batch_size=batch_size, min_loops=min_loops, **optional)
     check_output_path(out, folder=True)
-    torch.set_num_threads(threads)
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task("generating", total=n * len(temps))
-            result = run_doctor(
-                model,
-                out,
-                n=n,
-                seed=seed,
-                temperatures=temps,
-                on_batch=lambda done: progress.advance(task, done),
-                report=lambda line: console.print(line, markup=False),
-                repair=repair,
-            )
-    except NotATestbedError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from error
-    console.print(evaluation_table(result.evaluation, f"loopfix doctor: {model}"))
-    console.print(
-        "flywheel P(repeat again) after 1..6 repeats: "
-        + " ".join(f"{p:.2f}" for p in result.evaluation.flywheel)
+    config = DoctorConfig(
+        model=model,
+        out=out,
+        suite=suite,
+        n=n,
+        temperatures=temps,
+        seed=seed,
+        max_new_tokens=max_new_tokens,
+        guards=None if guards is None else [g.strip() for g in guards.split(",") if g.strip()],
+        repair=repair,
+        min_loops=min_loops,
+        batch_size=batch_size,
+        model_name=model_name,
+        quick=quick,
     )
-    repaired = result.repair
-    if repaired is None:
-        console.print(f"repair skipped; wrote {out / 'summary.json'} and {out / 'report.md'}")
-        return
-    console.print(
-        f"repair ({repaired['seconds']:.0f} s): {repaired['verdict']}; at "
-        f"T={repaired['temperature']:g} loops {repaired['base_loop_rate']:.1%} -> "
-        f"{repaired['patched_loop_rate']:.1%} (random control "
-        f"{repaired['random_control_loop_rate']:.1%}), KL {repaired['kl']:.3f}, "
-        f"touched {repaired['touched_fraction']:.2%}",
-        markup=False,
-    )
-    console.print(f"wrote {out / 'summary.json'}, {out / 'report.md'} and {repaired['folder']}/")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    with progress_bar() as progress:
+        task = progress.add_task("measure", total=None)
+
+        def on_progress(done: int, total: int | None) -> None:
+            if total is not None:
+                progress.update(task, total=total)
+            progress.advance(task, done)
+
+        result = run_doctor(
+            config,
+            report=lambda line: console.print(line, markup=False, soft_wrap=True),
+            on_progress=on_progress,
+        )
+    advice = result.recommendation
+    for line in (
+        f"recommendation: T={advice.temperature:g}, guard {advice.guard}. {advice.reason}.",
+        f"repair: {result.repair.verdict or 'skipped: ' + str(result.repair.skipped)}",
+        f"wrote {out / 'summary.json'}, {out / 'report.md'} and {out / 'report.html'}",
+    ):
+        console.print(line, markup=False, soft_wrap=True)

@@ -1,0 +1,214 @@
+"""The doctor's `report.md` (for a person) and `report.html` (one self-contained page: loop and
+cut rate by temperature, length histogram per temperature, the guard table, the repair and the
+recommendation; inline SVG, no scripts)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from loopfix.doctor.result import DoctorResult, MeasureSetting
+from loopfix.records import SampleStore
+from loopfix.report.guard_comparison import COLUMNS, cell
+from loopfix.report.svg import Series, histogram_chart, rate_chart
+
+__all__ = ["render_html", "render_markdown"]
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+table{border-collapse:collapse;margin:12px 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+.small{color:#666;font-size:12px}
+"""
+_DEFINITIONS = (
+    "A loop is a repetition the output never left: cut at the length cap with a loop the "
+    "detector finds, or stopped for repetition. The cut rate counts every output that hit the "
+    "cap; the paper metric (some n-gram occurs k times, scaled for the cap) is shown beside "
+    "them (docs/metrics.md)."
+)
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _measure_rows(settings: list[MeasureSetting]) -> list[list[str]]:
+    return [
+        [
+            f"{s.temperature:g}",
+            str(s.n),
+            _rate(s.loop_rate),
+            _rate(s.cut_rate),
+            _rate(s.paper_loop_rate),
+            _rate(s.accuracy),
+            "–" if s.mean_length is None else f"{s.mean_length:.1f}",
+            ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.outcomes.items() if v),
+        ]
+        for s in settings
+    ]
+
+
+_MEASURE_HEAD = [
+    "T",
+    "n",
+    "loop rate",
+    "cut rate",
+    "paper metric",
+    "accuracy",
+    "mean length",
+    "outcomes",
+]
+
+
+def _repair_text(result: DoctorResult) -> str:
+    repair = result.repair
+    if repair.skipped is not None:
+        return f"Skipped: {repair.skipped}."
+    base, patched = repair.loop_rate["base"], repair.loop_rate["patched"]
+    control = repair.loop_rate["random_control"]
+    text = (
+        f"{repair.verdict} At T={repair.temperature:g} on {repair.n} held-out prompts: loops "
+        f"{_rate(base)} -> {_rate(patched)} patched (norm-matched random control "
+        f"{_rate(control)}); accuracy {_rate(repair.accuracy['base'])} -> "
+        f"{_rate(repair.accuracy['patched'])}; KL {repair.kl:.4f} nats/token; "
+        f"{repair.touched_fraction:.2%} of the weights touched. Details: {repair.verify}."
+    )
+    if repair.accepted:
+        text += (
+            f" Apply with `loopfix patch apply {result.model} {repair.folder} --out PATCHED`; "
+            "`loopfix patch revert` undoes it bit for bit."
+        )
+    return text
+
+
+def _stage_line(result: DoctorResult) -> str:
+    return ", ".join(
+        f"{name} {cost.seconds:.1f} s (peak {cost.peak_rss_mib:.0f} MiB)"
+        for name, cost in result.stages.items()
+    )
+
+
+def render_markdown(result: DoctorResult) -> str:
+    measure, guards, advice = result.measure, result.guards, result.recommendation
+    lines = [
+        f"# loopfix doctor: {result.model}",
+        "",
+        f"Suite `{measure.suite}`, {measure.settings[0].n + measure.settings[0].overlong} "
+        f"prompts per temperature, cap {measure.max_new_tokens} tokens. {_DEFINITIONS}",
+        "",
+        "## Recommendation",
+        "",
+        f"**T={advice.temperature:g}, guard `{advice.guard}`.** {advice.reason}.",
+        "",
+        "## Measure",
+        "",
+        "| " + " | ".join(_MEASURE_HEAD) + " |",
+        "|" + "---:|" * (len(_MEASURE_HEAD) - 1) + "---|",
+        *("| " + " | ".join(row) + " |" for row in _measure_rows(measure.settings)),
+        "",
+    ]
+    if measure.loops == 0:
+        lines += ["No sample looped at any temperature: this model needs no loop fix here.", ""]
+    lines += ["## Guards", ""]
+    if guards.skipped is not None:
+        lines += [f"Skipped: {guards.skipped}.", ""]
+    else:
+        head = [label for _, label in COLUMNS]
+        lines += [
+            f"At T={guards.temperature:g} (the loopiest temperature), paired against `none`:",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head),
+            *(
+                "| " + " | ".join(cell(key, entry[key]) for key, _ in COLUMNS) + " |"
+                for entry in guards.entries
+            ),
+            "",
+        ]
+    lines += ["## Repair and verification", "", _repair_text(result), ""]
+    lines += ["## Stages", "", _stage_line(result) + ".", ""]
+    return "\n".join(lines)
+
+
+def _table(head: list[str], rows: list[list[str]], table_id: str) -> str:
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{escape(value)}</td>" for value in row) + "</tr>" for row in rows
+    )
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return f"<table id={table_id}><tr>{header}</tr>{cells}</table>"
+
+
+def _charts(result: DoctorResult) -> str:
+    settings = result.measure.settings
+    temperatures = [s.temperature for s in settings]
+    charts = [
+        rate_chart(
+            "Loops and cuts vs temperature",
+            temperatures,
+            [
+                Series(
+                    "loop rate",
+                    [s.loop_rate for s in settings],
+                    [s.loop_rate_ci95 for s in settings],
+                ),
+                Series(
+                    "cut rate", [s.cut_rate for s in settings], [s.cut_rate_ci95 for s in settings]
+                ),
+                Series(
+                    "paper metric", [s.paper_loop_rate for s in settings], [None] * len(settings)
+                ),
+                Series(
+                    "accuracy", [s.accuracy for s in settings], [s.accuracy_ci95 for s in settings]
+                ),
+            ],
+        )
+    ]
+    records = list(SampleStore(Path(result.measure.scan) / "records.jsonl"))
+    for temperature in temperatures:
+        lengths = [
+            s.length
+            for s in records
+            if s.settings["temperature"] == temperature
+            and s.finish_reason != "error"
+            and s.length is not None
+        ]
+        charts.append(histogram_chart(f"Output length at T={temperature:g}", lengths, "tokens"))
+    return "<div class=charts>" + "\n".join(charts) + "</div>"
+
+
+def render_html(result: DoctorResult) -> str:
+    guards, advice = result.guards, result.recommendation
+    if guards.skipped is not None:
+        guard_html = f"<p>Skipped: {escape(guards.skipped)}.</p>"
+    else:
+        guard_html = f"<p>At T={guards.temperature:g} (the loopiest temperature).</p>" + _table(
+            [label for _, label in COLUMNS],
+            [[cell(key, entry[key]) for key, _ in COLUMNS] for entry in guards.entries],
+            "guards",
+        )
+    title = f"loopfix doctor: {result.model}"
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            "<html lang=en><head><meta charset=utf-8>",
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{escape(title)}</h1>",
+            f"<p class=small>suite {escape(result.measure.suite)} · cap "
+            f"{result.measure.max_new_tokens} tokens · loopfix {escape(result.versions['loopfix'])}"
+            f" · {escape(_DEFINITIONS)}</p>",
+            "<h2>Recommendation</h2>",
+            f"<p id=recommendation><b>T={advice.temperature:g}, guard {escape(advice.guard)}.</b> "
+            f"{escape(advice.reason)}.</p>",
+            "<h2>Measure</h2>",
+            _table(_MEASURE_HEAD, _measure_rows(result.measure.settings), "measure"),
+            _charts(result),
+            "<h2>Guards</h2>",
+            guard_html,
+            "<h2>Repair and verification</h2>",
+            f"<p id=repair>{escape(_repair_text(result))}</p>",
+            "<h2>Stages</h2>",
+            f"<p id=stages>{escape(_stage_line(result))}</p>",
+            "</body></html>",
+        ]
+    )

@@ -1,0 +1,140 @@
+"""`run_doctor`: the closed loop on one model.
+
+Steps (each prints its time and peak memory, and is cached in OUT/stages/NAME.json so a killed
+run, rerun with the same arguments, continues after the last finished stage; the scans inside
+a stage resume too):
+1. measure: `run_scan` of the suite at every temperature (T = 0, 0.6, 1.0) into OUT/measure.
+2. guards: `run_compare` of the guard set at the loopiest temperature into OUT/guards (skipped
+   for a URL model, or when nothing looped).
+3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs a
+   norm-matched random control, verify.json) is the verify stage (skipped without weights, with
+   too few loops, or with `repair=False`).
+4. recommend: the setting and guard that remove the most loops without losing accuracy.
+5. write OUT/summary.json, OUT/report.md and OUT/report.html.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from loopfix.doctor.config import DoctorConfig
+from loopfix.doctor.recommend import recommend
+from loopfix.doctor.report import render_html, render_markdown
+from loopfix.doctor.result import DoctorResult, GuardStage, MeasureStage, RepairStage, StageCost
+from loopfix.doctor.stages import (
+    DoctorInputError,
+    guard_stage,
+    measure_stage,
+    open_measure_backend,
+    repair_stage,
+)
+from loopfix.repair.stages import StageClock
+from loopfix.scan.run import Progress
+from loopfix.scan.store import write_json
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["run_doctor"]
+
+ResultT = TypeVar("ResultT", bound="DataclassInstance")
+
+
+class _StageCache:
+    """Finished stages as OUT/stages/NAME.json: the result, its seconds and peak memory."""
+
+    def __init__(self, out: Path, clock: StageClock, report: Callable[[str], None]) -> None:
+        self.folder, self.clock, self.report = out / "stages", clock, report
+        self.costs: dict[str, StageCost] = {}
+
+    def run(
+        self, name: str, compute: Callable[[], ResultT], load: Callable[[dict[str, Any]], ResultT]
+    ) -> ResultT:
+        path = self.folder / f"{name}.json"
+        if path.is_file():
+            cached = json.loads(path.read_text())
+            self.costs[name] = StageCost(**cached["cost"])
+            self.report(f"[{name}] finished by an earlier run ({self.costs[name].seconds:.1f} s)")
+            return load(cached["result"])
+        with self.clock.stage(name):
+            result = compute()
+        self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"result": asdict(result), "cost": asdict(self.costs[name])})
+        return result
+
+
+def _check_identity(config: DoctorConfig) -> None:
+    """Refuse an OUT that holds a doctor run with other arguments (it would be mixed in)."""
+    path = config.out / "doctor.json"
+    identity = config.identity()
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored != identity:
+            changed = sorted(k for k in identity if identity[k] != stored.get(k))
+            raise DoctorInputError(
+                f"{config.out} holds a doctor run with other arguments ({', '.join(changed)}); "
+                "rerun with the same arguments to continue it, or choose another --out"
+            )
+        return
+    config.out.mkdir(parents=True, exist_ok=True)
+    write_json(path, identity)
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    import loopfix
+
+    return {
+        "loopfix": loopfix.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def run_doctor(
+    config: DoctorConfig,
+    report: Callable[[str], None] = print,
+    on_progress: Progress | None = None,
+) -> DoctorResult:
+    """Run (or continue) the doctor `config` describes; see the module docstring for the
+    steps. `report` gets the stage lines; `on_progress` the measure scan's progress."""
+    _check_identity(config)
+    clock = StageClock(report)
+    cache = _StageCache(config.out, clock, report)
+
+    def measure() -> MeasureStage:
+        backend, testbed = open_measure_backend(config)
+        try:
+            return measure_stage(config.resolved(testbed), testbed, backend, on_progress)
+        finally:
+            backend.close()
+
+    measured = cache.run("measure", measure, MeasureStage.from_dict)
+    final = DoctorConfig.model_validate(measured.config)
+    guards = cache.run("guards", lambda: guard_stage(final, measured), GuardStage.from_dict)
+    repair = cache.run(
+        "repair", lambda: repair_stage(final, measured, report), RepairStage.from_dict
+    )
+    result = DoctorResult(
+        model=config.model,
+        config=measured.config,
+        measure=measured,
+        guards=guards,
+        repair=repair,
+        recommendation=recommend(measured, guards),
+        stages=cache.costs,
+        versions=_versions(),
+    )
+    write_json(config.out / "summary.json", result.to_dict())
+    (config.out / "report.md").write_text(render_markdown(result), encoding="utf-8")
+    (config.out / "report.html").write_text(render_html(result), encoding="utf-8")
+    return result
