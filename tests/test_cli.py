@@ -56,20 +56,25 @@ def test_bad_arguments_are_named() -> None:
     assert result.exit_code != 0 and "stargraph-clean" in result.output
 
 
-def test_doctor_command_writes_its_files_and_refuses_a_non_testbed(tmp_path: Path) -> None:
+def test_doctor_command_writes_its_files_and_names_what_to_change(tmp_path: Path) -> None:
     from loopfix.models.tiny import tiny_model, tiny_tokenizer
 
-    # The repair stage itself is tested through run_doctor (tests/test_doctor.py).
+    # Every stage is tested through run_doctor (tests/test_doctor.py); this is the command.
     out = tmp_path / "doctor"
-    result = runner.invoke(app, ["doctor", "--n", "20", "--no-repair", "--out", str(out)])
+    arguments = ["doctor", "--n", "20", "--guards", "none,dry", "--no-repair", "--out", str(out)]
+    result = runner.invoke(app, arguments)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["temperature"] for s in summary["settings"]] == [0.0, 1.0]
-    assert summary["repair"] is None and "repair" not in summary["stages"]
-    assert "Skipped (`--no-repair`)" in (out / "report.md").read_text()
-    assert not (out / "repair").exists()
+    assert [s["temperature"] for s in summary["measure"]["settings"]] == [0.0, 0.6, 1.0]
+    assert summary["repair"]["skipped"] == "--no-repair" and not (out / "repair").exists()
+    advice = summary["recommendation"]
+    assert f"recommendation: T={advice['temperature']:g}, guard {advice['guard']}." in result.output
+    assert "Skipped: --no-repair" in (out / "report.md").read_text()
     folder = tmp_path / "llama"
     tiny_model("llama").save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
-    refused = runner.invoke(app, ["doctor", str(folder), "--out", str(tmp_path / "x")])
-    assert refused.exit_code == 2 and "not a star-graph testbed" in refused.output
+    too_long = ["doctor", str(folder), "--n", "2", "--max-new-tokens", "300"]
+    refused = runner.invoke(app, [*too_long, "--out", str(tmp_path / "x")])
+    # One line (no wrapping at any terminal width) that names the flag to change.
+    line = next(line for line in refused.output.splitlines() if line.startswith("error:"))
+    assert refused.exit_code == 2 and "lower --max-new-tokens" in line, refused.output

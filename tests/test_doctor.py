@@ -1,64 +1,195 @@
+"""`run_doctor` end to end on real models: the testbed (every stage), a tiny model that never
+loops, prompts that never fit, and a real HTTP server for a URL model."""
+
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from loopfix.doctor import NotATestbedError, doctor_repair_config, run_doctor
+from loopfix.doctor import (
+    DoctorConfig,
+    DoctorInputError,
+    GuardStage,
+    MeasureSetting,
+    MeasureStage,
+    doctor_repair_config,
+    recommend,
+    run_doctor,
+)
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.repair import RepairConfig
+from tests.backends.fake_openai import fake_server, sse
 from tests.repair.small import SMALL_TESTBED_REPAIR
+from tests.report.test_report import CHROMIUM, chromium, png_pixels
 
 # The repair stage at test size (the pipeline is the doctor's, only smaller).
-SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 60, "gen_batch_size": 60})
+SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 50, "gen_batch_size": 50})
+TESTBED = {"n": 40, "guards": ["none", "dry", "rescue"], "batch_size": 40}
 
 
-def test_doctor_on_the_bundled_testbed_measures_repairs_and_reports(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def testbed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    out = tmp_path_factory.mktemp("doctor")
     lines: list[str] = []
-    result = run_doctor(
-        "loopfix:stargraph",
-        tmp_path,
-        n=60,
-        temperatures=(0.0, 1.0),
-        repair_config=SMALL_REPAIR,
-        report=lines.append,
-    )
-    evaluation = result.evaluation
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["model"] == "loopfix:stargraph"
-    assert [s["temperature"] for s in summary["settings"]] == [0.0, 1.0]
-    assert summary["settings"][0]["loop_rate"] == evaluation.settings[0].loop_rate
-    assert {"torch", "transformers", "loopfix"} <= summary["versions"].keys()
-    # The repair stage ran into OUT/repair, and its numbers are the ones in its verify.json.
-    assert set(summary["stages"]) == {"measure", "repair"}
-    assert any(line.startswith("[repair]") for line in lines)
-    verify = json.loads((tmp_path / "repair" / "verify.json").read_text())
+    run_doctor(DoctorConfig(out=out, **TESTBED), lines.append, repair_config=SMALL_REPAIR)
+    return out, lines
+
+
+def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[str]]) -> None:
+    out, lines = testbed_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "loopfix:stargraph" and summary["measure"]["suite"] == "stargraph"
+    settings = summary["measure"]["settings"]
+    assert [s["temperature"] for s in settings] == [0.0, 0.6, 1.0]
+    # The measure numbers are the scan's own summary (one measurement path).
+    scan = json.loads((out / "measure" / "summary.json").read_text())["settings"]
+    for row, scanned in zip(settings, scan, strict=True):
+        for key in ("n", "loop_rate", "cut_rate", "accuracy", "mean_length"):
+            assert row[key] == scanned[key]
+        assert row["loop_rate"] <= row["cut_rate"]  # every loop is cut (the loop definition)
+    assert settings[0]["loop_rate"] > settings[2]["loop_rate"]  # the testbed loops at greedy
+    # Guards at the loopiest temperature, as `loopfix compare` wrote them.
+    guards = summary["guards"]
+    assert guards["temperature"] == 0.0 and guards["skipped"] is None
+    compare = json.loads((Path(guards["folder"]) / "summary.json").read_text())
+    assert guards["entries"] == compare["entries"]
+    assert [e["guard"] for e in guards["entries"]] == ["none", "dry", "rescue"]
+    # Repair: its numbers are the ones in its verify.json.
     repair = summary["repair"]
-    assert repair == result.repair
+    verify = json.loads(Path(repair["verify"]).read_text())
     assert repair["accepted"] == verify["accepted"] and repair["verdict"] == verify["verdict"]
-    assert repair["temperature"] == verify["temperature"] == 0.6
-    assert repair["n"] == verify["base"]["n"] == 60
-    for arm in ("base", "patched", "random_control"):
-        assert repair[f"{arm}_loop_rate"] == verify[arm]["loop_rate"]
-        assert repair[f"{arm}_success"] == verify[arm]["accuracy"]
-    assert repair["kl"] == verify["kl"] and repair["touched_fraction"] == verify["touched_fraction"]
-    assert Path(repair["patch"]).is_file() and repair["seconds"] == summary["stages"]["repair"]
-    report = (tmp_path / "report.md").read_text()
-    assert f"{evaluation.settings[0].loop_rate:.1%}" in report
-    assert "## Repair" in report and verify["verdict"] in report
-    assert f"{verify['base']['loop_rate']:.1%} -> {verify['patched']['loop_rate']:.1%}" in report
-    assert f"control {verify['random_control']['loop_rate']:.1%}" in report
+    assert repair["loop_rate"]["patched"] == verify["patched"]["loop_rate"]
+    # The recommendation keeps accuracy and cuts no more than the loopiest setting.
+    advice = summary["recommendation"]
+    assert advice["accuracy"] >= advice["reference_accuracy"]
+    assert advice["cut_rate"] <= advice["baseline"]["cut_rate"]
+    assert set(summary["stages"]) == {"measure", "guards", "repair"}
+    assert all(cost["peak_rss_mib"] > 0 for cost in summary["stages"].values())
+    assert any(line.startswith("[measure]") and "peak memory" in line for line in lines)
+    report = (out / "report.md").read_text()
+    assert f"{settings[0]['loop_rate']:.1%}" in report and verify["verdict"] in report
+    assert f"T={advice['temperature']:g}, guard `{advice['guard']}`" in report
 
 
-def test_the_doctors_repair_verifies_on_its_own_number_of_prompts() -> None:
+def test_a_rerun_continues_after_the_last_finished_stage(
+    testbed_run: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    out, _ = testbed_run
+    before = json.loads((out / "summary.json").read_text())
+    (out / "stages" / "repair.json").unlink()  # as if killed during the repair
+    lines: list[str] = []
+    config = DoctorConfig(out=out, **TESTBED, repair=False)
+    with pytest.raises(DoctorInputError, match="other arguments"):
+        run_doctor(config, lines.append)
+    run_doctor(DoctorConfig(out=out, **TESTBED), lines.append, repair_config=SMALL_REPAIR)
+    assert [line.split("]")[0] for line in lines if "earlier run" in line] == [
+        "[measure",
+        "[guards",
+    ]
+    after = json.loads((out / "summary.json").read_text())
+    assert after["measure"] == before["measure"] and after["guards"] == before["guards"]
+    assert after["repair"]["verdict"] == before["repair"]["verdict"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_doctor_report_renders_in_headless_chromium(
+    testbed_run: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    out, _ = testbed_run
+    report = out / "report.html"
+    page = report.read_text()
+    assert "<script" not in page and not re.search(r"(src|href)=\S*https?:", page)  # self-contained
+    screenshot = tmp_path / "shot.png"
+    chromium(tmp_path, f"--screenshot={screenshot}", "--window-size=1200,1600", report.as_uri())
+    pixels = png_pixels(screenshot)
+    assert sum(1 for byte in pixels if byte not in (0, 255)) > len(pixels) // 100
+    dom = chromium(tmp_path, "--dump-dom", report.as_uri())
+    summary = json.loads((out / "summary.json").read_text())
+    for table in ("measure", "guards", "recommendation", "repair", "stages"):
+        assert f'id="{table}"' in dom
+    assert dom.count("<svg") == 1 + len(summary["measure"]["settings"])  # rates + a histogram each
+    for row in summary["measure"]["settings"]:
+        assert f"Output length at T={row['temperature']:g}" in dom
+        assert f"{row['loop_rate']:.1%}" in dom and f"{row['cut_rate']:.1%}" in dom
+    for entry in summary["guards"]["entries"]:
+        assert f"<td>{entry['guard']}</td>" in dom
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("llama")
+    tiny_model("llama").save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def test_a_model_that_never_loops_gets_a_report_saying_so(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    # Four new tokens cannot hold a loop (the detector needs eight): nothing can loop.
+    config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=3, max_new_tokens=4)
+    result = run_doctor(config, lambda line: None)
+    assert result.measure.suite == "arith" and result.measure.loops == 0
+    assert result.guards.skipped and "nothing for a guard to remove" in result.guards.skipped
+    assert result.repair.skipped and "--min-loops" in result.repair.skipped
+    assert not (tmp_path / "repair").exists() and not (tmp_path / "guards").exists()
+    assert "No sample looped" in (tmp_path / "report.md").read_text()
+
+
+def test_prompts_that_never_fit_stop_the_doctor_naming_the_flag(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=2, max_new_tokens=300)
+    with pytest.raises(DoctorInputError, match="over-long .* lower --max-new-tokens"):
+        run_doctor(config, lambda line: None)
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) -> None:
+    answer = [
+        {"choices": [{"delta": {"content": "so \\boxed{4}"}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4}},
+    ]
+    with fake_server() as server:
+        server.default = (200, {}, sse(answer))
+        config = DoctorConfig(model=server.url, model_name="m", out=tmp_path, n=3)
+        result = run_doctor(config, lambda line: None)
+    assert [s.n for s in result.measure.settings] == [3, 3, 3]
+    assert all(s.accuracy == 0.0 and s.cut_rate == 0.0 for s in result.measure.settings)
+    assert result.guards.skipped and "in-process" in result.guards.skipped
+    assert result.repair.skipped == "a URL model has no weights to patch"
+
+
+def test_the_doctors_testbed_repair_verifies_on_its_own_number_of_prompts() -> None:
     assert doctor_repair_config(300).prompts == doctor_repair_config(300).causal_prompts == 300
     assert doctor_repair_config(10).prompts == 50  # the repair's floor
     assert doctor_repair_config(300).train_pairs == RepairConfig().train_pairs
 
 
-def test_doctor_refuses_a_model_that_is_not_a_testbed(tmp_path: Path) -> None:
-    folder = tmp_path / "llama"
-    tiny_model("llama").save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    with pytest.raises(NotATestbedError, match="not a star-graph testbed"):
-        run_doctor(str(folder), tmp_path / "out", n=4)
-    assert not (tmp_path / "out" / "repair").exists()
+def _measure(rows: list[tuple[float, float, float, float]]) -> MeasureStage:
+    settings = [
+        MeasureSetting(t, 10, loop, cut, loop, accuracy, 10, 20.0, None, None, None, {}, 0)
+        for t, loop, cut, accuracy in rows
+    ]
+    return MeasureStage("arith", 64, "scan", settings, False, {})
+
+
+def test_the_recommendation_never_trades_accuracy_for_fewer_cuts() -> None:
+    measure = _measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7), (1.0, 0.0, 0.1, 0.5)])
+    entry = {"temperature": 0.0, "n": 10, "mean_length": 9.0}
+    guards = GuardStage(
+        0.0,
+        "guards",
+        [
+            {**entry, "guard": "dry", "loop_rate": 0.0, "cut_rate": 0.0, "accuracy": 0.6},
+            {**entry, "guard": "rescue", "loop_rate": 0.1, "cut_rate": 0.2, "accuracy": 0.8},
+        ],
+        None,
+    )
+    advice = recommend(measure, guards)
+    # dry and T=1.0 cut less, but lose accuracy against the best temperature (0.7 at T=0.6).
+    assert (advice.temperature, advice.guard, advice.cut_rate) == (0.0, "rescue", 0.2)
+    assert advice.reference_accuracy == 0.7 and advice.baseline["temperature"] == 0.0
+    # Without the guard, the best temperature is its own reference and wins.
+    assert recommend(measure, GuardStage(None, None, [], "skipped")).temperature == 0.6

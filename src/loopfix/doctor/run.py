@@ -33,6 +33,7 @@ from loopfix.doctor.stages import (
     open_measure_backend,
     repair_stage,
 )
+from loopfix.repair import RepairConfig
 from loopfix.repair.stages import StageClock
 from loopfix.scan.run import Progress
 from loopfix.scan.store import write_json
@@ -104,9 +105,11 @@ def run_doctor(
     config: DoctorConfig,
     report: Callable[[str], None] = print,
     on_progress: Progress | None = None,
+    repair_config: RepairConfig | None = None,
 ) -> DoctorResult:
     """Run (or continue) the doctor `config` describes; see the module docstring for the
-    steps. `report` gets the stage lines; `on_progress` the measure scan's progress."""
+    steps. `report` gets the stage lines; `on_progress` the measure scan's progress;
+    `repair_config` replaces the repair's derived settings."""
     _check_identity(config)
     clock = StageClock(report)
     cache = _StageCache(config.out, clock, report)
@@ -122,7 +125,9 @@ def run_doctor(
     final = DoctorConfig.model_validate(measured.config)
     guards = cache.run("guards", lambda: guard_stage(final, measured), GuardStage.from_dict)
     repair = cache.run(
-        "repair", lambda: repair_stage(final, measured, report), RepairStage.from_dict
+        "repair",
+        lambda: repair_stage(final, measured, report, repair_config),
+        RepairStage.from_dict,
     )
     result = DoctorResult(
         model=config.model,

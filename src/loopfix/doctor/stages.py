@@ -142,8 +142,12 @@ def _scan_repair_config(config: DoctorConfig, measure: MeasureStage) -> RepairCo
 
 
 def repair_stage(
-    config: DoctorConfig, measure: MeasureStage, report: Callable[[str], None]
+    config: DoctorConfig,
+    measure: MeasureStage,
+    report: Callable[[str], None],
+    repair_config: RepairConfig | None = None,
 ) -> RepairStage:
+    """`repair_config` replaces the one derived from the doctor's (tests run a smaller one)."""
     if not config.repair:
         return RepairStage.not_run("--no-repair")
     if is_url(config.model):
@@ -155,9 +159,12 @@ def repair_stage(
         )
     assert config.n is not None
     folder = config.out / "repair"
-    repair_config = (
-        doctor_repair_config(config.n) if measure.testbed else _scan_repair_config(config, measure)
-    )
+    if repair_config is None:
+        repair_config = (
+            doctor_repair_config(config.n)
+            if measure.testbed
+            else _scan_repair_config(config, measure)
+        )
     try:
         verify = run_repair(config.model, folder, repair_config, report=report)
     except RepairInputError as error:
