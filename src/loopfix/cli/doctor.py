@@ -21,6 +21,9 @@ def _help(name: str) -> str:
     return _FIELDS[name].description or ""
 
 
+_TEMPERATURES = ",".join(f"{value:g}" for value in _default("temperatures"))
+
+
 def register(app: typer.Typer) -> None:
     app.command("doctor")(doctor_command)
 
@@ -29,9 +32,7 @@ def doctor_command(
     model: str = typer.Argument(_default("model"), help=_help("model")),
     suite: str | None = typer.Option(None, help=_help("suite")),
     n: int | None = typer.Option(None, help=_help("n")),
-    temperatures: str = typer.Option(
-        ",".join(f"{t:g}" for t in _default("temperatures")), help="comma-separated temperatures"
-    ),
+    temperatures: str = typer.Option(_TEMPERATURES, help="comma-separated temperatures"),
     seed: int = typer.Option(_default("seed"), help=_help("seed")),
     max_new_tokens: int | None = typer.Option(None, help=_help("max_new_tokens")),
     guards: str | None = typer.Option(None, help="comma-separated; " + _help("guards")),
