@@ -193,3 +193,29 @@ def test_the_recommendation_never_trades_accuracy_for_fewer_cuts() -> None:
     assert advice.reference_accuracy == 0.7 and advice.baseline["temperature"] == 0.0
     # Without the guard, the best temperature is its own reference and wins.
     assert recommend(measure, GuardStage(None, None, [], "skipped")).temperature == 0.6
+
+
+@pytest.mark.slow
+def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    from tests.repair.test_scan_repair import SMALL
+
+    # A tiny random llama loops at greedy: every stage runs, the repair on the measure records.
+    config = DoctorConfig(
+        model=str(tiny_folder),
+        out=tmp_path,
+        n=16,
+        temperatures=[0.0],
+        max_new_tokens=40,
+        guards=["none", "dry"],
+    )
+    records = tmp_path / "measure" / "records.jsonl"
+    repair = SMALL.model_copy(update={"suite": "arith", "records": records})
+    result = run_doctor(config, lambda line: None, repair_config=repair)
+    assert result.measure.suite == "arith" and result.measure.loops >= config.min_loops
+    assert [e["guard"] for e in result.guards.entries] == ["none", "dry"]
+    assert result.repair.skipped is None and result.repair.verify is not None
+    verify = json.loads(Path(result.repair.verify).read_text())
+    assert verify["branches"]["records"] == str(records)
+    assert result.repair.verdict == verify["verdict"]

@@ -7,11 +7,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["QUICK", "DoctorConfig", "is_url"]
+__all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig", "is_url"]
 
-# What `--quick` sets (unless the option was given): a few prompts, a shorter cap, three guards,
-# and the repair's smallest prompt sets, so a 135M-parameter model fits in minutes on 2 cores.
-QUICK: dict[str, Any] = {"n": 12, "max_new_tokens": 160, "guards": ["none", "dry", "rescue"]}
+# Sizes by suite when an option is not given. The star-graph testbed generates a thousand walks
+# in seconds, and its repair needs a few hundred verification prompts to see a halving of loops;
+# a real model pays seconds per answer. `--quick`: a few prompts, a shorter cap, three guards,
+# so a 135M-parameter model fits in minutes on 2 cores.
+SIZES: dict[str, dict[str, Any]] = {
+    "stargraph": {"n": 300, "max_new_tokens": 48},
+    "other": {"n": 50, "max_new_tokens": 256},
+}
+QUICK: dict[str, dict[str, Any]] = {
+    "stargraph": {"n": 100, "max_new_tokens": 48},
+    "other": {"n": 12, "max_new_tokens": 160},
+}
+GUARDS = ["none", "penalty", "dry", "ngram", "rescue"]
+QUICK_GUARDS = ["none", "dry", "rescue"]
 
 
 def is_url(model: str) -> bool:
@@ -31,16 +42,18 @@ class DoctorConfig(BaseModel):
     suite: str | None = Field(
         None, description="suite to measure on; None: stargraph for a testbed, else arith"
     )
-    n: int | None = Field(None, ge=1, description="suite items (None: 50, or 12 with quick)")
+    n: int | None = Field(
+        None, ge=1, description="suite items (None: by suite and --quick, see SIZES and QUICK)"
+    )
     temperatures: list[float] = Field([0.0, 0.6, 1.0], min_length=1)
     seed: int = Field(12345, description="suite and sampler seed")
     max_new_tokens: int | None = Field(
-        None, ge=1, description="length cap (None: 48 on the stargraph suite, else 256; quick 160)"
+        None, ge=1, description="length cap (None: by suite and --quick, see SIZES and QUICK)"
     )
     guards: list[str] | None = Field(
         None,
-        description="guards compared at the loopiest temperature (None: none, penalty, dry, "
-        "ngram, rescue; quick: none, dry, rescue)",
+        description="guards compared at the loopiest temperature (None: GUARDS, or QUICK_GUARDS "
+        "with --quick)",
     )
     repair: bool = Field(True, description="run the repair stage (needs weights and loops)")
     min_loops: int = Field(
@@ -48,22 +61,18 @@ class DoctorConfig(BaseModel):
     )
     batch_size: int = Field(16, ge=1, description="prompts per batch")
     model_name: str | None = Field(None, description="served model name (URL models)")
-    quick: bool = Field(False, description="small sizes everywhere (see QUICK)")
+    quick: bool = Field(False, description="a first look: few prompts, short cap, three guards")
 
     def resolved(self, testbed: bool) -> DoctorConfig:
-        """Every `None` filled: from `QUICK` when quick, then from the suite."""
-        update: dict[str, Any] = {}
+        """Every `None` filled: by suite (the testbed's `stargraph` or any other) and `quick`."""
         suite = self.suite or ("stargraph" if testbed else "arith")
-        update["suite"] = suite
-        quick = QUICK if self.quick else {}
-        if self.n is None:
-            update["n"] = quick.get("n", 50)
-        if self.max_new_tokens is None:
-            update["max_new_tokens"] = (
-                48 if suite == "stargraph" else quick.get("max_new_tokens", 256)
-            )
+        sizes = (QUICK if self.quick else SIZES)["stargraph" if suite == "stargraph" else "other"]
+        update: dict[str, Any] = {"suite": suite}
+        for name in ("n", "max_new_tokens"):
+            if getattr(self, name) is None:
+                update[name] = sizes[name]
         if self.guards is None:
-            update["guards"] = quick.get("guards", ["none", "penalty", "dry", "ngram", "rescue"])
+            update["guards"] = QUICK_GUARDS if self.quick else GUARDS
         return self.model_copy(update=update)
 
     def identity(self) -> dict[str, Any]:
