@@ -68,7 +68,8 @@ def _repair_text(result: DoctorResult) -> str:
     base, patched = repair.loop_rate["base"], repair.loop_rate["patched"]
     control = repair.loop_rate["random_control"]
     text = (
-        f"{(repair.verdict or '').rstrip('.')}. At T={repair.temperature:g} on {repair.n} held-out prompts: loops "
+        f"{(repair.verdict or '').rstrip('.')}. At T={repair.temperature:g} on {repair.n} "
+        "held-out prompts: loops "
         f"{_rate(base)} -> {_rate(patched)} patched (norm-matched random control "
         f"{_rate(control)}); accuracy {_rate(repair.accuracy['base'])} -> "
         f"{_rate(repair.accuracy['patched'])}; KL {repair.kl:.4f} nats/token; "
