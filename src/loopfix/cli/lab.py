@@ -121,6 +121,8 @@ def eval_command(
     at_least(1, n=n, threads=threads, batch_size=batch_size, max_new_tokens=max_new_tokens)
     if json_out is not None:
         check_output_path(json_out)
+    if out is not None:
+        check_output_path(out, folder=True)
     torch.set_num_threads(threads)
     loaded, tokenizer = load_model(model, trust_remote_code=trust_remote_code)
     if not is_testbed_tokenizer(tokenizer):

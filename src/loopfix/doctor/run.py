@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.doctor.config import DoctorConfig
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.report import render_html, render_markdown
@@ -36,7 +37,6 @@ from loopfix.doctor.stages import (
 from loopfix.repair import RepairConfig
 from loopfix.repair.stages import StageClock
 from loopfix.scan.run import Progress
-from loopfix.scan.store import write_json
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -66,7 +66,7 @@ class _StageCache:
             result = compute()
         self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_json(path, {"result": asdict(result), "cost": asdict(self.costs[name])})
+        write_json_atomic(path, {"result": asdict(result), "cost": asdict(self.costs[name])})
         return result
 
 
@@ -84,7 +84,7 @@ def _check_identity(config: DoctorConfig) -> None:
             )
         return
     config.out.mkdir(parents=True, exist_ok=True)
-    write_json(path, identity)
+    write_json_atomic(path, identity)
 
 
 def _versions() -> dict[str, str]:
@@ -139,7 +139,7 @@ def run_doctor(
         stages=cache.costs,
         versions=_versions(),
     )
-    write_json(config.out / "summary.json", result.to_dict())
-    (config.out / "report.md").write_text(render_markdown(result), encoding="utf-8")
-    (config.out / "report.html").write_text(render_html(result), encoding="utf-8")
+    write_json_atomic(config.out / "summary.json", result.to_dict())
+    write_text_atomic(config.out / "report.md", render_markdown(result))
+    write_text_atomic(config.out / "report.html", render_html(result))
     return result

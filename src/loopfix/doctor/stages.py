@@ -37,7 +37,7 @@ class DoctorInputError(LoopfixError, ValueError):
 
 def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
     """The backend of the measure stage, and whether the model is a star-graph testbed (its
-    tokenizer has the testbed's `back` token)."""
+    tokenizer is the testbed's)."""
     if is_url(config.model):
         from loopfix.scan.backend import open_backend
 
@@ -50,8 +50,10 @@ def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
         return open_backend(server), False
     from loopfix.backends.hf import HFBackend
 
+    from loopfix.lab.tokenizer import is_testbed_tokenizer
+
     hf = HFBackend.load(config.model, batch_size=config.batch_size)
-    return hf, "back" in hf.tokenizer.get_vocab()
+    return hf, is_testbed_tokenizer(hf.tokenizer)
 
 
 def scan_config(config: DoctorConfig, out: Path, temperatures: list[float]) -> ScanConfig:
