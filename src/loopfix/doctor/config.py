@@ -25,6 +25,14 @@ GUARDS = ["none", "penalty", "dry", "ngram", "rescue"]
 QUICK_GUARDS = ["none", "dry", "rescue"]
 
 
+def _by_suite(name: str) -> str:
+    star, other = SIZES["stargraph"][name], SIZES["other"][name]
+    quick_star, quick_other = QUICK["stargraph"][name], QUICK["other"][name]
+    return (
+        f"{star} on the stargraph suite, {other} elsewhere; --quick: {quick_star} and {quick_other}"
+    )
+
+
 def is_url(model: str) -> bool:
     return model.startswith(("http://", "https://"))
 
@@ -42,18 +50,16 @@ class DoctorConfig(BaseModel):
     suite: str | None = Field(
         None, description="suite to measure on; None: stargraph for a testbed, else arith"
     )
-    n: int | None = Field(
-        None, ge=1, description="suite items (None: by suite and --quick, see SIZES and QUICK)"
-    )
+    n: int | None = Field(None, ge=1, description=f"suite items (default: {_by_suite('n')})")
     temperatures: list[float] = Field([0.0, 0.6, 1.0], min_length=1)
     seed: int = Field(12345, description="suite and sampler seed")
     max_new_tokens: int | None = Field(
-        None, ge=1, description="length cap (None: by suite and --quick, see SIZES and QUICK)"
+        None, ge=1, description=f"length cap (default: {_by_suite('max_new_tokens')})"
     )
     guards: list[str] | None = Field(
         None,
-        description="guards compared at the loopiest temperature (None: GUARDS, or QUICK_GUARDS "
-        "with --quick)",
+        description=f"guards compared at the loopiest temperature (default: {', '.join(GUARDS)}; "
+        f"--quick: {', '.join(QUICK_GUARDS)})",
     )
     repair: bool = Field(True, description="run the repair stage (needs weights and loops)")
     min_loops: int = Field(

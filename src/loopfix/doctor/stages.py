@@ -49,7 +49,6 @@ def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
         )
         return open_backend(server), False
     from loopfix.backends.hf import HFBackend
-
     from loopfix.lab.tokenizer import is_testbed_tokenizer
 
     hf = HFBackend.load(config.model, batch_size=config.batch_size)
