@@ -122,7 +122,8 @@ def run_doctor(
             backend.close()
 
     measured = cache.run("measure", measure, MeasureStage.from_dict)
-    final = DoctorConfig.model_validate(measured.config)
+    # The measured config has every default filled; a moved OUT keeps working from where it is.
+    final = DoctorConfig.model_validate({**measured.config, "out": config.out})
     guards = cache.run("guards", lambda: guard_stage(final, measured), GuardStage.from_dict)
     repair = cache.run(
         "repair",
