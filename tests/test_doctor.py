@@ -7,18 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from loopfix.doctor import (
-    DoctorConfig,
-    DoctorInputError,
-    GuardStage,
-    MeasureSetting,
-    MeasureStage,
-    doctor_repair_config,
-    recommend,
-    run_doctor,
-)
+from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
+from loopfix.doctor.recommend import recommend
+from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage
+from loopfix.doctor.stages import doctor_repair_config
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.repair import RepairConfig
+from loopfix.scan.config import NothingGeneratedError
 from tests.backends.fake_openai import fake_server, sse
 from tests.repair.small import SMALL_TESTBED_REPAIR
 from tests.report.test_report import CHROMIUM, chromium, png_pixels
@@ -141,7 +136,7 @@ def test_prompts_that_never_fit_stop_the_doctor_naming_the_flag(
     tiny_folder: Path, tmp_path: Path
 ) -> None:
     config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=2, max_new_tokens=300)
-    with pytest.raises(DoctorInputError, match="over-long .* lower --max-new-tokens"):
+    with pytest.raises(NothingGeneratedError, match="no prompt fits .* lower --max-new-tokens"):
         run_doctor(config, lambda line: None)
     assert not (tmp_path / "summary.json").exists()
 

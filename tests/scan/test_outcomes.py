@@ -3,8 +3,9 @@
 from loopfix.detect import detect_text
 from loopfix.lab.stargraph import render
 from loopfix.records import Sample
-from loopfix.scan import is_loop, scan_detect_config
+from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.outcomes import classify_outcome
+from loopfix.scan.summary import is_loop
 from loopfix.suites import arith_suite, check_answer, stargraph_suite
 
 LOOPING = "we add the numbers. " * 12

@@ -112,7 +112,7 @@ def progress_bar() -> Progress:
 
 
 def parse_list(text: str) -> list[str]:
-    """"a, b,c" -> ["a", "b", "c"] (empty parts dropped; the caller judges an empty list)."""
+    """ "a, b,c" -> ["a", "b", "c"] (empty parts dropped; the caller judges an empty list)."""
     return [part.strip() for part in text.split(",") if part.strip()]
 
 

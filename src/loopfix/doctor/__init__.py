@@ -1,34 +1,24 @@
-"""`loopfix doctor`: measure, compare guards, repair, verify and recommend, on one model."""
+"""`loopfix doctor`: measure, compare guards, repair, verify and recommend, on one model.
+Names are imported on first use, so the command line can read `DoctorConfig` without torch."""
 
-from loopfix.doctor.config import GUARDS, QUICK, QUICK_GUARDS, SIZES, DoctorConfig
-from loopfix.doctor.recommend import recommend
-from loopfix.doctor.result import (
-    DoctorResult,
-    GuardStage,
-    MeasureSetting,
-    MeasureStage,
-    Recommendation,
-    RepairStage,
-    StageCost,
+from typing import TYPE_CHECKING
+
+from loopfix.lazy import lazy_exports
+
+__all__ = ["DoctorConfig", "DoctorInputError", "DoctorResult", "run_doctor"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "DoctorConfig": "loopfix.doctor.config",
+        "DoctorInputError": "loopfix.doctor.stages",
+        "DoctorResult": "loopfix.doctor.result",
+        "run_doctor": "loopfix.doctor.run",
+    },
 )
-from loopfix.doctor.run import run_doctor
-from loopfix.doctor.stages import DoctorInputError, doctor_repair_config
 
-__all__ = [
-    "GUARDS",
-    "QUICK",
-    "QUICK_GUARDS",
-    "SIZES",
-    "DoctorConfig",
-    "DoctorInputError",
-    "DoctorResult",
-    "GuardStage",
-    "MeasureSetting",
-    "MeasureStage",
-    "Recommendation",
-    "RepairStage",
-    "StageCost",
-    "doctor_repair_config",
-    "recommend",
-    "run_doctor",
-]
+if TYPE_CHECKING:
+    from loopfix.doctor.config import DoctorConfig
+    from loopfix.doctor.result import DoctorResult
+    from loopfix.doctor.run import run_doctor
+    from loopfix.doctor.stages import DoctorInputError

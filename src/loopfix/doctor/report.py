@@ -115,14 +115,14 @@ def render_markdown(result: DoctorResult) -> str:
     if guards.skipped is not None:
         lines += [f"Skipped: {guards.skipped}.", ""]
     else:
-        head = [label for _, label in COLUMNS]
+        head = [label for _, _, label in COLUMNS]
         lines += [
             f"At T={guards.temperature:g} (the loopiest temperature), paired against `none`:",
             "",
             "| " + " | ".join(head) + " |",
             "|" + "---|" * len(head),
             *(
-                "| " + " | ".join(cell(key, entry[key]) for key, _ in COLUMNS) + " |"
+                "| " + " | ".join(cell(key, entry[key]) for key, _, _ in COLUMNS) + " |"
                 for entry in guards.entries
             ),
             "",
@@ -184,8 +184,8 @@ def render_html(result: DoctorResult) -> str:
         guard_html = f"<p>Skipped: {escape(guards.skipped)}.</p>"
     else:
         guard_html = f"<p>At T={guards.temperature:g} (the loopiest temperature).</p>" + _table(
-            [label for _, label in COLUMNS],
-            [[cell(key, entry[key]) for key, _ in COLUMNS] for entry in guards.entries],
+            [label for _, _, label in COLUMNS],
+            [[cell(key, entry[key]) for key, _, _ in COLUMNS] for entry in guards.entries],
             "guards",
         )
     title = f"loopfix doctor: {result.model}"

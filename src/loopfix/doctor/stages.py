@@ -77,19 +77,8 @@ def measure_stage(
     """`config` resolved (every default filled)."""
     folder = config.out / "measure"
     result = run_scan(scan_config(config, folder, config.temperatures), backend, on_progress)
+    # Nothing generated at all (every prompt over-long) is run_scan's one-line error.
     rows = result.summary["settings"]
-    if all(row["n"] == 0 for row in rows):
-        overlong = sum(row["overlong"] for row in rows)
-        what = (
-            f"all {overlong} prompts of suite {config.suite!r} are over-long"
-            if overlong
-            else "no sample could be generated"
-        )
-        raise DoctorInputError(
-            f"{what} for {config.model} with --max-new-tokens {config.max_new_tokens}: lower "
-            "--max-new-tokens or choose a --suite with shorter prompts "
-            f"(details: {folder / 'summary.json'})"
-        )
     assert config.suite is not None and config.max_new_tokens is not None
     settings = [MeasureSetting.from_summary(row) for row in rows]
     return MeasureStage(
@@ -116,8 +105,8 @@ def guard_stage(config: DoctorConfig, measure: MeasureStage) -> GuardStage:
     compare = CompareConfig(
         scan=scan_config(config, folder, [temperature]), guards=config.guards or ["none"]
     )
-    summary = run_compare(compare)
-    return GuardStage(temperature, str(folder), summary["entries"], None)
+    entries = run_compare(compare).to_dict()["entries"]
+    return GuardStage(temperature, str(folder), entries, None)
 
 
 def doctor_repair_config(n: int) -> RepairConfig:

@@ -41,8 +41,9 @@ from loopfix.records import Sample, SampleStore
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.outcomes import STARGRAPH_OUTCOMES
 from loopfix.scan.summary import setting_summary
-from loopfix.suites import SuiteItem, answer_part, stargraph_suite
+from loopfix.suites import SuiteItem, stargraph_suite
 from loopfix.suites.builtin import STARGRAPH_ARMS, STARGRAPH_DEPTH
+from loopfix.suites.checkers import answer_part
 
 EVAL_SEED = 12345
 

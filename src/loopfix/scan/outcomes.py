@@ -11,7 +11,8 @@ from __future__ import annotations
 from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
 from loopfix.records import Sample
 from loopfix.scan.summary import is_loop
-from loopfix.suites import SuiteItem, answer_part
+from loopfix.suites import SuiteItem
+from loopfix.suites.checkers import answer_part
 
 __all__ = ["GENERIC_OUTCOMES", "STARGRAPH_OUTCOMES", "classify_outcome", "outcome_classes"]
 
