@@ -1,8 +1,8 @@
 """Model loading, the architecture table, and tiny test models.
 
-`load_model` turns a spec (local folder, hub id, `loopfix:NAME`) into a model and tokenizer;
-`architecture_for` and the module helpers tell later stages where each layer's residual-writing
-projections live and how their weights are oriented.
+`load_model` turns a spec (local folder, `.gguf` file, hub id, `loopfix:NAME`) into a model and
+tokenizer; `architecture_for` and the module helpers tell later stages where each layer's
+residual-writing projections live and how their weights are oriented.
 """
 
 from loopfix.models.architectures import (
@@ -14,11 +14,18 @@ from loopfix.models.architectures import (
     architecture_for,
     supported_families,
 )
+from loopfix.models.errors import ModelLoadError
+from loopfix.models.gguf import (
+    CACHE_DIR_VARIABLE,
+    PACKAGED_MODELS,
+    cache_dir,
+    converted_folder,
+    file_sha256,
+)
 from loopfix.models.loading import (
     DEFAULT_TESTBED,
     TESTBED_DIR_VARIABLE,
     TESTBED_PREFIX,
-    ModelLoadError,
     bundled_testbeds,
     load_model,
     resolve_device,
@@ -39,7 +46,9 @@ from loopfix.models.tiny import TINY_VOCAB_SIZE, tiny_config, tiny_model, tiny_t
 
 __all__ = [
     "ARCHITECTURES",
+    "CACHE_DIR_VARIABLE",
     "DEFAULT_TESTBED",
+    "PACKAGED_MODELS",
     "TESTBED_DIR_VARIABLE",
     "TESTBED_PREFIX",
     "TINY_VOCAB_SIZE",
@@ -51,8 +60,11 @@ __all__ = [
     "architecture_for",
     "attn_out_proj",
     "bundled_testbeds",
+    "cache_dir",
+    "converted_folder",
     "decoder_layers",
     "down_proj",
+    "file_sha256",
     "load_model",
     "num_layers",
     "residual_width",

@@ -14,9 +14,18 @@ from typing import Any
 
 from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
 
-__all__ = ["answer_part", "check_answer", "last_boxed", "last_number"]
+__all__ = [
+    "ANSWER_PHRASES",
+    "answer_part",
+    "check_answer",
+    "final_number",
+    "last_boxed",
+    "last_number",
+    "phrased_number",
+]
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+_WHOLE_NUMBER = re.compile(r"\d+")
 
 
 def answer_part(text: str) -> str:
@@ -60,6 +69,49 @@ def last_number(text: str) -> str | None:
     return found[-1] if found else None
 
 
+ANSWER_PHRASES: tuple[str, ...] = (
+    r"answer\s*(?:is|=|:)",
+    r"result\s*(?:is|=|:)",
+)
+"""Phrases after which a model states its answer, tried in this order (case-insensitive); the
+number right after the last match of the first phrase found is the answer."""
+
+_PHRASES = [
+    re.compile(phrase + r"\s*\$?\s*(" + _NUMBER.pattern + ")", re.IGNORECASE)
+    for phrase in ANSWER_PHRASES
+]
+
+
+def phrased_number(text: str) -> str | None:
+    """The number after the last "answer is"-style phrase (`ANSWER_PHRASES`), or None."""
+    for phrase in _PHRASES:
+        found = phrase.findall(text)
+        if found:
+            return found[-1]
+    return None
+
+
+def final_number(text: str) -> str | None:
+    """A free-text answer's number, read in this order: the last `\\boxed{}`, else the number
+    after an answer phrase (`phrased_number`), else the last number of the text."""
+    for extract in (last_boxed, phrased_number, last_number):
+        found = extract(text)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_sequence(text: str, answer: str, meta: dict[str, Any]) -> bool:
+    # Terms are positive whole numbers below 1,000, so every digit run is one term; a model
+    # that first repeats the given terms is not penalised for it, one that runs on past the
+    # asked-for terms is.
+    numbers = [int(number) for number in _WHOLE_NUMBER.findall(text)]
+    given = [int(number) for number in meta.get("given", [])]
+    if given and numbers[: len(given)] == given:
+        numbers = numbers[len(given) :]
+    return numbers == [int(number) for number in _WHOLE_NUMBER.findall(answer)]
+
+
 def _check_stargraph(text: str, meta: dict[str, Any], stopped: bool) -> bool:
     # The walk is read back from the words of the text, so the checker works on any backend's
     # output; EOS is not part of the text, so whether generation stopped comes separately.
@@ -84,6 +136,7 @@ _BY_NAME: dict[str, Callable[[str, str], bool]] = {
     "exact": lambda text, answer: _normalize(text) == _normalize(answer),
     "boxed": _compare(last_boxed),
     "numeric": _compare(last_number),
+    "final-number": _compare(final_number),
 }
 
 
@@ -104,4 +157,6 @@ def check_answer(
         return re.search(checker.removeprefix("regex:"), part) is not None
     if answer is None:
         return None
+    if checker == "sequence":
+        return _check_sequence(part, answer, meta)
     return _BY_NAME[checker](part, answer)
