@@ -69,36 +69,41 @@ def last_number(text: str) -> str | None:
     return found[-1] if found else None
 
 
-ANSWER_PHRASES: tuple[str, ...] = (
-    r"answer\s*(?:is|=|:)",
-    r"result\s*(?:is|=|:)",
-)
-"""Phrases after which a model states its answer, tried in this order (case-insensitive); the
-number right after the last match of the first phrase found is the answer."""
+ANSWER_PHRASES: tuple[str, ...] = (r"answer\s*(?:is|=|:)",)
+"""Phrases after which a model states its answer (case-insensitive: "the answer is", "Final
+answer:", "answer = ..."). Chosen on 20 hand-judged SmolLM2 answers and checked on 20 others
+(docs/real-model.md)."""
 
-_PHRASES = [
-    re.compile(phrase + r"\s*\$?\s*(" + _NUMBER.pattern + ")", re.IGNORECASE)
-    for phrase in ANSWER_PHRASES
-]
+# Between the phrase and the answer: a colon, spaces, markdown bold, a dollar sign, "\(".
+_LEAD = r"[\s:*$\\(]*"
+# What a model writes after the phrase: a number, or a worked expression ("36 - 24 = 12").
+_EXPRESSION = rf"({_NUMBER.pattern})((?:\s*[-+*/×÷=]\s*(?:{_NUMBER.pattern}))*)"
+_PHRASES = [re.compile(phrase + _LEAD + _EXPRESSION, re.IGNORECASE) for phrase in ANSWER_PHRASES]
 
 
 def phrased_number(text: str) -> str | None:
-    """The number after the last "answer is"-style phrase (`ANSWER_PHRASES`), or None."""
+    """The number after the last answer phrase (`ANSWER_PHRASES`), or None. When a worked
+    expression follows the phrase, its result (the number after its last "=") is the answer."""
     for phrase in _PHRASES:
         found = phrase.findall(text)
         if found:
-            return found[-1]
+            first, rest = found[-1]
+            if "=" not in rest:
+                return first
+            return _NUMBER.findall(rest.rsplit("=", 1)[1])[0]
     return None
 
 
-def final_number(text: str) -> str | None:
+def final_number(text: str, stopped: bool = True) -> str | None:
     """A free-text answer's number, read in this order: the last `\\boxed{}`, else the number
-    after an answer phrase (`phrased_number`), else the last number of the text."""
-    for extract in (last_boxed, phrased_number, last_number):
+    after the last answer phrase (`phrased_number`), else the last number of the text. A text
+    cut at the token limit (`stopped` False) has no last number to go by: where the cut fell
+    says nothing about the answer."""
+    for extract in (last_boxed, phrased_number):
         found = extract(text)
         if found is not None:
             return found
-    return None
+    return last_number(text) if stopped else None
 
 
 def _check_sequence(text: str, answer: str, meta: dict[str, Any]) -> bool:
@@ -136,7 +141,6 @@ _BY_NAME: dict[str, Callable[[str, str], bool]] = {
     "exact": lambda text, answer: _normalize(text) == _normalize(answer),
     "boxed": _compare(last_boxed),
     "numeric": _compare(last_number),
-    "final-number": _compare(final_number),
 }
 
 
@@ -159,4 +163,8 @@ def check_answer(
         return None
     if checker == "sequence":
         return _check_sequence(part, answer, meta)
+    if checker == "final-number":
+        # A cut answer without a stated answer is wrong, not unjudged: it never answered.
+        found = final_number(part, stopped)
+        return found is not None and _same_value(found, answer)
     return _BY_NAME[checker](part, answer)
