@@ -91,3 +91,12 @@ def test_copy_of_a_converted_file_hits_the_same_cache_entry(tmp_path, smollm2_fo
     copy = tmp_path / "renamed.gguf"
     shutil.copyfile(packaged_model_path("smollm2"), copy)
     assert resolve_model_path(copy) == str(smollm2_folder)
+
+
+def test_a_folder_holding_one_gguf_file_is_that_file(tmp_path, empty_cache):
+    _unknown_architecture(tmp_path / "alien.gguf")
+    with pytest.raises(ModelLoadError, match="architecture notamodel is not supported"):
+        resolve_model_path(tmp_path)
+    _unknown_architecture(tmp_path / "other.gguf")
+    with pytest.raises(ModelLoadError, match="no config.json and 2 .gguf files: name one"):
+        resolve_model_path(tmp_path)

@@ -8,7 +8,8 @@
    exact values of the quantized weights (a lower dtype is applied when the folder is loaded);
 4. clear the quantizer, so the model saves as plain safetensors;
 5. save model, tokenizer and generation config into a temporary folder inside the cache and
-   rename it into place: a conversion killed at any moment leaves no half folder behind.
+   rename it into place (`loopfix.atomic.atomic_folder`): a conversion killed at any moment
+   leaves no half folder behind.
 
 A file transformers cannot read (an architecture it does not know, a truncated or corrupt
 file) raises ModelLoadError naming the file and the problem, and writes nothing.
@@ -19,13 +20,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopfix.atomic import atomic_folder
 from loopfix.models.errors import ModelLoadError
 
 if TYPE_CHECKING:
@@ -120,21 +120,12 @@ def converted_folder(path: Path) -> Path:
     model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        model.save_pretrained(staging)
-        model.generation_config.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from other users
-        try:
-            staging.rename(target)
-        except OSError:
-            # Another process converted the same file meanwhile; its folder is as good as ours.
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    # A process converting the same file meanwhile writes the same folder; the last one wins.
+    with atomic_folder(target) as work:
+        model.save_pretrained(work)
+        model.generation_config.save_pretrained(work)
+        tokenizer.save_pretrained(work)
+        work.chmod(0o755)  # a temporary folder is the owner's only; the cache may be shared
     return target
 
 
