@@ -72,7 +72,9 @@ def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
         command = [str(VLLM_PYTHON), __file__, "--only-vllm", dtype, "--model", folder]
         command += ["--prompts", str(args.prompts), "--max-new-tokens", str(args.max_new_tokens)]
         command += ["--repeats", str(args.repeats)]
-        finished = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+        finished = subprocess.run(command, capture_output=True, text=True, env=env)
+        if finished.returncode != 0:
+            raise SystemExit(f"vllm {dtype} failed:\n{finished.stderr[-3000:]}")
         rows[dtype] = float(json.loads(finished.stdout.strip().splitlines()[-1])["vllm"])
     return rows
 
