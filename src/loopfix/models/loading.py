@@ -1,4 +1,4 @@
-"""Load a model and its tokenizer from a local folder, a hub id or a bundled testbed name."""
+"""Load a model and its tokenizer from a local folder, a GGUF file, a hub id or a bundled name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import loopfix
-from loopfix.errors import LoopfixError
+from loopfix.models.errors import ModelLoadError
+from loopfix.models.gguf import PACKAGED_MODELS, converted_folder, is_gguf, packaged_model_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -37,10 +38,6 @@ trained testbeds, or tests)."""
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-class ModelLoadError(LoopfixError, OSError):
-    """A model spec names no folder, testbed or reachable hub model."""
-
-
 def testbed_dir() -> Path:
     override = os.environ.get(TESTBED_DIR_VARIABLE)
     if override:
@@ -57,18 +54,36 @@ def bundled_testbeds() -> list[str]:
 
 
 def resolve_model_path(spec: str | Path) -> str:
-    """The folder a spec names, or the spec itself when it can only be a hub id."""
+    """The folder a spec names, or the spec itself when it can only be a hub id.
+
+    A `.gguf` file, or `loopfix:NAME` of a GGUF shipped in a package (`loopfix:smollm2`),
+    resolves to its converted folder in the cache, converted on first use (`models.gguf`).
+    """
     text = str(spec)
     if text.startswith(TESTBED_PREFIX):
-        return str(_testbed_path(text.removeprefix(TESTBED_PREFIX)))
+        name = text.removeprefix(TESTBED_PREFIX)
+        if name in PACKAGED_MODELS:
+            return str(converted_folder(packaged_model_path(name)))
+        return str(_testbed_path(name))
     path = Path(text).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
+        ggufs = sorted(path.glob("*.gguf"))
+        if not (path / "config.json").is_file() and len(ggufs) == 1:
+            return str(converted_folder(ggufs[0]))  # a folder holding one GGUF file
+        if not (path / "config.json").is_file():
             empty = " (it is empty)" if not any(path.iterdir()) else ""
-            raise ModelLoadError(f"{path} is not a model folder: it has no config.json{empty}")
+            several = f" and {len(ggufs)} .gguf files: name one" if ggufs else ""
+            raise ModelLoadError(
+                f"{path} is not a model folder: it has no config.json{empty}{several}"
+            )
         return str(path)
+    if is_gguf(path):
+        return str(converted_folder(path))
     if path.exists():
-        raise ModelLoadError(f"{path} is a file; a model is a folder with a config.json")
+        raise ModelLoadError(
+            f"{path} is a file; a model is a folder with a config.json, a .gguf file, "
+            f"or {TESTBED_PREFIX}NAME"
+        )
     if isinstance(spec, Path) or _looks_like_path(text):
         raise ModelLoadError(f"model folder {path} does not exist")
     return text
@@ -78,10 +93,10 @@ def _testbed_path(name: str) -> Path:
     # Membership in the listing also refuses names that would leave the folder ("../x").
     available = bundled_testbeds()
     if name not in available:
-        choices = ", ".join(TESTBED_PREFIX + testbed for testbed in available)
+        choices = ", ".join(TESTBED_PREFIX + known for known in [*available, *PACKAGED_MODELS])
         raise ModelLoadError(
-            f"unknown testbed {TESTBED_PREFIX}{name}; available: {choices or 'none'} "
-            f"(in {testbed_dir()})"
+            f"unknown model {TESTBED_PREFIX}{name}; available: {choices} "
+            f"(testbeds in {testbed_dir()})"
         )
     return testbed_dir() / name
 
@@ -124,7 +139,8 @@ def load_model(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load a causal LM and its tokenizer, ready for batched generation.
 
-    spec: a local folder, a hub id, or `loopfix:NAME` for a bundled testbed.
+    spec: a local folder, a `.gguf` file (dequantized once into a cached folder), a hub id, or
+        `loopfix:NAME` for a bundled testbed or a packaged GGUF (`loopfix:smollm2`).
     device: None picks cuda when available, else cpu.
     dtype: None or "auto" keeps the checkpoint's dtype on accelerators and uses float32 on CPU.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loopfix.atomic import write_json_atomic
-from loopfix.models import resolve_model_path
+from loopfix.models import file_sha256, resolve_model_path
 from loopfix.scan.config import ConfigMismatchError, ScanConfig
 from loopfix.suites import SuiteItem
 
@@ -30,7 +30,6 @@ __all__ = [
     "suite_sha256",
 ]
 
-_CHUNK = 1 << 20
 _START_FRESH = "move it away or choose another --out to start fresh"
 
 
@@ -38,14 +37,6 @@ def suite_sha256(items: list[SuiteItem]) -> str:
     """SHA-256 of the items a run prompts with (ids, prompts, answers, checkers)."""
     text = json.dumps([item.to_dict() for item in items], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _model_folder(config: ScanConfig) -> Path | None:
@@ -80,7 +71,7 @@ def model_files(config: ScanConfig, known: dict[str, Any] | None = None) -> dict
         if isinstance(previous, dict) and all(previous.get(k) == v for k, v in entry.items()):
             entry["sha256"] = previous["sha256"]
         else:
-            entry["sha256"] = _file_sha256(path)
+            entry["sha256"] = file_sha256(path)
         files[path.name] = entry
     return files
 

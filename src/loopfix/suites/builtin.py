@@ -1,8 +1,11 @@
-"""Built-in suites, generated from a seed (no download): `stargraph` and `arith`.
+"""Built-in suites, generated from a seed (no download): `stargraph`, `arith` and `sequence`.
 
 - `stargraph`: graphs from the testbed's generator (`loopfix.lab.stargraph`, pure Python), the
   prompt is the rendered token sequence, the graph travels in `meta` for the `stargraph` checker.
-- `arith`: multi-step arithmetic word problems with exact integer answers, `boxed` checker.
+- `arith`: multi-step arithmetic word problems with exact integer answers, `final-number`
+  checker (a `\\boxed{}` answer, else an answer phrase, else the last number).
+- `sequence`: continue a number sequence by exactly K terms, `sequence` checker. Enumerating
+  is what chat models run away with: they keep listing terms past K, or repeat the list.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Callable
 from loopfix.lab.stargraph import make_graphs, render
 from loopfix.suites.items import SuiteItem
 
-__all__ = ["BUILTIN_SUITES", "arith_suite", "stargraph_suite"]
+__all__ = ["BUILTIN_SUITES", "arith_suite", "sequence_suite", "stargraph_suite"]
 
 # The bundled testbed's task shape: G(3, 3).
 STARGRAPH_ARMS, STARGRAPH_DEPTH = 3, 3
@@ -76,8 +79,49 @@ def arith_suite(n: int, seed: int) -> list[SuiteItem]:
                 id=f"arith-{seed}-{index}",
                 prompt=" ".join([*sentences, question]),
                 answer=str(value),
-                checker="boxed",
+                checker="final-number",
                 meta={"steps": len(sentences) - 1},
+            )
+        )
+    return items
+
+
+def _sequence_terms(rng: random.Random, count: int) -> tuple[str, list[int]]:
+    """A rule and the first `count` terms it makes (positive, below 1,000: no thousands
+    separators for the checker to misread)."""
+    rule = rng.choice(("up", "down", "growing"))
+    if rule == "up":
+        start, step = rng.randint(1, 30), rng.randint(2, 12)
+        return rule, [start + step * index for index in range(count)]
+    if rule == "down":
+        start, step = rng.randint(100, 150), rng.randint(3, 8)
+        return rule, [start - step * index for index in range(count)]
+    # Differences that grow by one: 3, 5, 8, 12, 17, ...
+    terms = [rng.randint(1, 20)]
+    first_step = rng.randint(1, 5)
+    for index in range(count - 1):
+        terms.append(terms[-1] + first_step + index)
+    return rule, terms
+
+
+def sequence_suite(n: int, seed: int) -> list[SuiteItem]:
+    rng = random.Random(seed)
+    items = []
+    for index in range(n):
+        given_count, wanted = rng.randint(4, 5), rng.randint(5, 8)
+        rule, terms = _sequence_terms(rng, given_count + wanted)
+        given, expected = terms[:given_count], terms[given_count:]
+        prompt = (
+            f"Continue the sequence {', '.join(map(str, given))} with the next {wanted} "
+            f"numbers. Write only those {wanted} numbers, separated by commas, and then stop."
+        )
+        items.append(
+            SuiteItem(
+                id=f"sequence-{seed}-{index}",
+                prompt=prompt,
+                answer=", ".join(map(str, expected)),
+                checker="sequence",
+                meta={"rule": rule, "given": given},
             )
         )
     return items
@@ -86,4 +130,5 @@ def arith_suite(n: int, seed: int) -> list[SuiteItem]:
 BUILTIN_SUITES: dict[str, Callable[[int, int], list[SuiteItem]]] = {
     "stargraph": stargraph_suite,
     "arith": arith_suite,
+    "sequence": sequence_suite,
 }

@@ -14,9 +14,18 @@ from typing import Any
 
 from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
 
-__all__ = ["answer_part", "check_answer", "last_boxed", "last_number"]
+__all__ = [
+    "ANSWER_PHRASES",
+    "answer_part",
+    "check_answer",
+    "final_number",
+    "last_boxed",
+    "last_number",
+    "phrased_number",
+]
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+_WHOLE_NUMBER = re.compile(r"\d+")
 
 
 def answer_part(text: str) -> str:
@@ -58,6 +67,54 @@ def last_boxed(text: str) -> str | None:
 def last_number(text: str) -> str | None:
     found = _NUMBER.findall(text)
     return found[-1] if found else None
+
+
+ANSWER_PHRASES: tuple[str, ...] = (r"answer\s*(?:is|=|:)",)
+"""Phrases after which a model states its answer (case-insensitive: "the answer is", "Final
+answer:", "answer = ..."). Chosen on 20 hand-judged SmolLM2 answers and checked on 20 others
+(docs/real-model.md)."""
+
+# Between the phrase and the answer: a colon, spaces, markdown bold, a dollar sign, "\(".
+_LEAD = r"[\s:*$\\(]*"
+# What a model writes after the phrase: a number, or a worked expression ("36 - 24 = 12").
+_EXPRESSION = rf"({_NUMBER.pattern})((?:\s*[-+*/×÷=]\s*(?:{_NUMBER.pattern}))*)"
+_PHRASES = [re.compile(phrase + _LEAD + _EXPRESSION, re.IGNORECASE) for phrase in ANSWER_PHRASES]
+
+
+def phrased_number(text: str) -> str | None:
+    """The number after the last answer phrase (`ANSWER_PHRASES`), or None. When a worked
+    expression follows the phrase, its result (the number after its last "=") is the answer."""
+    for phrase in _PHRASES:
+        found = phrase.findall(text)
+        if found:
+            first, rest = found[-1]
+            if "=" not in rest:
+                return first
+            return _NUMBER.findall(rest.rsplit("=", 1)[1])[0]
+    return None
+
+
+def final_number(text: str, stopped: bool = True) -> str | None:
+    """A free-text answer's number, read in this order: the last `\\boxed{}`, else the number
+    after the last answer phrase (`phrased_number`), else the last number of the text. A text
+    cut at the token limit (`stopped` False) has no last number to go by: where the cut fell
+    says nothing about the answer."""
+    for extract in (last_boxed, phrased_number):
+        found = extract(text)
+        if found is not None:
+            return found
+    return last_number(text) if stopped else None
+
+
+def _check_sequence(text: str, answer: str, meta: dict[str, Any]) -> bool:
+    # Terms are positive whole numbers below 1,000, so every digit run is one term; a model
+    # that first repeats the given terms is not penalised for it, one that runs on past the
+    # asked-for terms is.
+    numbers = [int(number) for number in _WHOLE_NUMBER.findall(text)]
+    given = [int(number) for number in meta.get("given", [])]
+    if given and numbers[: len(given)] == given:
+        numbers = numbers[len(given) :]
+    return numbers == [int(number) for number in _WHOLE_NUMBER.findall(answer)]
 
 
 def _check_stargraph(text: str, meta: dict[str, Any], stopped: bool) -> bool:
@@ -104,4 +161,10 @@ def check_answer(
         return re.search(checker.removeprefix("regex:"), part) is not None
     if answer is None:
         return None
+    if checker == "sequence":
+        return _check_sequence(part, answer, meta)
+    if checker == "final-number":
+        # A cut answer without a stated answer is wrong, not unjudged: it never answered.
+        found = final_number(part, stopped)
+        return found is not None and _same_value(found, answer)
     return _BY_NAME[checker](part, answer)

@@ -2,8 +2,8 @@
 
 One line per item: `id`, `prompt` (a string) or `messages` (a chat, a list of
 `{"role", "content"}`), optional `answer`, optional `checker` (`exact`, `boxed`, `numeric`,
-`stargraph`, or `regex:PATTERN`), and free `meta`. A malformed line is an error that names the
-file, the line and the field, never a skipped item.
+`final-number`, `sequence`, `stargraph`, or `regex:PATTERN`), and free `meta`. A malformed line
+is an error that names the file, the line and the field, never a skipped item.
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from loopfix.errors import LoopfixError
 
 __all__ = ["CHECKERS", "SuiteError", "SuiteItem", "parse_item", "read_suite_file"]
 
-CHECKERS: tuple[str, ...] = ("exact", "boxed", "numeric", "stargraph")
+CHECKERS: tuple[str, ...] = (
+    "exact",
+    "boxed",
+    "numeric",
+    "final-number",
+    "sequence",
+    "stargraph",
+)
 _FIELDS = {"id", "prompt", "messages", "answer", "checker", "meta"}
 
 

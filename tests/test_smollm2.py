@@ -1,0 +1,74 @@
+"""The real model, end to end: SmolLM2-135M-Instruct from its GGUF file (`loopfix:smollm2`)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from loopfix.backends.hf import generate
+from loopfix.cli import app
+from loopfix.models import file_sha256, load_model
+from loopfix.models.gguf import packaged_model_path
+from loopfix.records import DecodeSettings
+from loopfix.suites import arith_suite
+from loopfix.suites.render import prompt_ids
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_folder: Path):
+    return load_model("loopfix:smollm2", device="cpu")
+
+
+def test_second_load_reuses_the_converted_folder(smollm2_folder: Path) -> None:
+    assert smollm2_folder.name == file_sha256(packaged_model_path("smollm2"))
+    weights = smollm2_folder / "model.safetensors"
+    written, listing = weights.stat().st_mtime_ns, sorted(smollm2_folder.parent.iterdir())
+    model, _ = load_model("loopfix:smollm2", device="cpu", dtype="bfloat16")
+    assert model.dtype == torch.bfloat16  # the float32 folder, cast to the requested dtype
+    assert weights.stat().st_mtime_ns == written
+    assert sorted(smollm2_folder.parent.iterdir()) == listing  # no second conversion
+
+
+def test_chat_template_and_end_of_turn(smollm2) -> None:
+    model, tokenizer = smollm2
+    assert model.dtype == torch.float32 and model.config.model_type == "llama"
+    # SmolLM2-Instruct ends a turn with <|im_end|>: generation must stop there.
+    assert tokenizer.eos_token == "<|im_end|>"
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+    text = tokenizer.decode(prompt_ids(arith_suite(1, seed=0)[0], tokenizer))
+    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
+
+
+def test_engine_equals_model_generate_on_the_real_model(smollm2) -> None:
+    model, tokenizer = smollm2
+    prompts = [prompt_ids(item, tokenizer) for item in arith_suite(2, seed=5)]
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=24)
+    ours = generate(model, tokenizer, prompts, settings, batch_size=2)
+    with torch.inference_mode():
+        for prompt, result in zip(prompts, ours, strict=True):
+            expected = model.generate(
+                input_ids=torch.tensor([prompt]),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                max_new_tokens=24,
+                do_sample=False,
+            )[0, len(prompt) :].tolist()
+            assert result.tokens == expected
+
+
+def test_short_scan_judges_real_answers(tmp_path: Path, smollm2_folder: Path) -> None:
+    out = tmp_path / "scan"
+    arguments = ["scan", "loopfix:smollm2", "--suite", "arith", "--n", "4"]
+    arguments += ["--temperatures", "0", "--max-new-tokens", "64", "--out", str(out)]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 4
+    for record in records:
+        assert record["length"] > 0 and record["text"].strip()
+        assert record["correct"] in (True, False)  # free text judged, no \boxed{} needed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"][0]["judged"] == 4
