@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.models import CACHE_DIR_VARIABLE, ModelLoadError, resolve_model_path
-from loopfix.models.gguf import PACKAGED_MODELS
-from loopfix.models.gguf import PackagedModel, packaged_model_path
+from loopfix.models.gguf import PACKAGED_MODELS, PackagedModel, packaged_model_path
 
 
 @pytest.fixture
