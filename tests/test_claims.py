@@ -38,20 +38,20 @@ def test_rescue_and_dry_remove_greedy_loops_without_regressions(tmp_path: Path) 
         assert guard.rescued_samples is not None and guard.rescued_samples >= 10, guard
 
 
-def test_repair_is_accepted_and_halves_loops_where_the_random_control_does_not(
+def test_repair_removes_exact_copies_but_is_rejected_under_the_one_loop_definition(
     tmp_path: Path,
 ) -> None:
-    # docs/repair.md: on 1000 prompts at T=0.6, loops 7.8% -> 2.2% (-72%), control 9.2%, the
-    # patch accepted. Here the winning site and strength (o_proj, k 8, alpha 2; the search over
-    # the other sites is tested at small size in tests/repair) on 400 verification prompts
-    # (the activation-level check keeps its 500: fewer cannot show significance at 6% loops).
+    # docs/repair.md: re-measured under the one loop definition (docs/metrics.md), the winning
+    # candidate (o_proj, k 8, alpha 2) lowers loops a little (T=0.6 16.7% -> 14.8%, T=0 56.3% ->
+    # 48.4%) but most walks it changes still cycle to the cap, so it is rejected; the random
+    # control does no better. Here that candidate alone on 400 verification prompts.
     config = RepairConfig(sites=("attn_out",), ks=(8,), alphas=(2.0,), prompts=400)
     verify = run_repair("loopfix:stargraph", tmp_path, config, report=lambda _: None)
-    assert verify["accepted"], verify["verdict"]
-    base, patched, control = (
-        verify[arm]["loop_rate"] for arm in ("base", "patched", "random_control")
-    )
-    assert base >= 0.04  # there are loops to remove at T=0.6
-    assert patched <= base / 2
-    assert base - control < (base - patched) / 2  # the control does not do the same
-    assert verify["rescues"] >= verify["regressions"]
+    rates = {arm: verify[arm]["loop_rate"] for arm in ("base", "patched", "random_control")}
+    assert not verify["accepted"], (verify["verdict"], rates)
+    assert "loops_fall_enough" in verify["verdict"], verify["verdict"]
+    assert rates["base"] >= 0.08, rates  # there are loops at T=0.6
+    assert rates["patched"] > rates["base"] / 2, rates  # not halved
+    assert rates["random_control"] >= rates["patched"], rates  # the control does no better
+    greedy = verify["by_temperature"]["0.0"]
+    assert greedy["patched"]["loop_rate"] < greedy["base"]["loop_rate"], greedy

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from loopfix.consistency import CHEAP_CHECKS
 from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage
@@ -59,7 +60,15 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     advice = summary["recommendation"]
     assert advice["accuracy"] >= advice["reference_accuracy"]
     assert advice["cut_rate"] <= advice["baseline"]["cut_rate"]
-    assert set(summary["stages"]) == {"measure", "guards", "repair"}
+    # The cheap consistency checks, with their own report linked from the doctor's.
+    consistency = summary["consistency"]
+    assert consistency["skipped"] is None
+    assert list(consistency["statuses"]) == list(CHEAP_CHECKS)
+    assert set(consistency["statuses"].values()) <= {"pass", "warn", "fail", "skipped"}
+    checked = json.loads((out / "consistency" / "consistency.json").read_text())
+    assert {c["name"]: c["status"] for c in checked["checks"]} == consistency["statuses"]
+    assert 'href="consistency/report.html"' in (out / "report.html").read_text()
+    assert set(summary["stages"]) == {"measure", "guards", "repair", "consistency"}
     assert all(cost["peak_rss_mib"] > 0 for cost in summary["stages"].values())
     assert any(line.startswith("[measure]") and "peak memory" in line for line in lines)
     report = (out / "report.md").read_text()
@@ -72,7 +81,8 @@ def test_a_rerun_continues_after_the_last_finished_stage(
 ) -> None:
     out, _ = testbed_run
     before = json.loads((out / "summary.json").read_text())
-    (out / "stages" / "repair.json").unlink()  # as if killed during the repair
+    for later in ("repair", "consistency"):  # as if killed during the repair
+        (out / "stages" / f"{later}.json").unlink()
     lines: list[str] = []
     config = DoctorConfig(out=out, **TESTBED, repair=False)
     with pytest.raises(DoctorInputError, match="other arguments"):
@@ -154,6 +164,7 @@ def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) ->
     assert all(s.accuracy == 0.0 and s.cut_rate == 0.0 for s in result.measure.settings)
     assert result.guards.skipped and "in-process" in result.guards.skipped
     assert result.repair.skipped == "a URL model has no weights to patch"
+    assert result.consistency.skipped and "URL" in result.consistency.skipped
 
 
 def test_the_doctors_testbed_repair_verifies_on_its_own_number_of_prompts() -> None:

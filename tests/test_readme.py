@@ -19,7 +19,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 # (flag, None) a switch
 SMALL: dict[str, list[tuple[str, str | None]]] = {
     "doctor": [("--n", "50"), ("--no-repair", None)],  # its repair: the `loopfix repair` row
-    "scan": [("--n", "4")],
+    "scan": [("--n", "4"), ("--max-new-tokens", "32")],
     "compare": [("--n", "3")],
     "consistency": [("--n", "4")],
     "repair": [("--prompts", "50"), ("--alphas", "2"), ("--ks", "8")],

@@ -25,6 +25,9 @@ GUARDS = ["none", "penalty", "dry", "ngram", "rescue"]
 QUICK_GUARDS = ["none", "dry", "rescue"]
 
 
+CONSISTENCY_DIR = "consistency"  # OUT/consistency: the consistency stage's json and report
+
+
 def _by_suite(name: str) -> str:
     star, other = SIZES["stargraph"][name], SIZES["other"][name]
     quick_star, quick_other = QUICK["stargraph"][name], QUICK["other"][name]
@@ -62,6 +65,11 @@ class DoctorConfig(BaseModel):
         f"--quick: {', '.join(QUICK_GUARDS)})",
     )
     repair: bool = Field(True, description="run the repair stage (needs weights and loops)")
+    consistency: bool = Field(
+        True,
+        description="run the cheap consistency checks (determinism, batch invariance, seeds, "
+        "context; needs weights) and link their report",
+    )
     min_loops: int = Field(
         8, ge=1, description="looping samples the measure stage must find before a repair runs"
     )

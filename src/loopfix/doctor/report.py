@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from loopfix.doctor.config import CONSISTENCY_DIR
 from loopfix.doctor.result import DoctorResult, MeasureSetting
 from loopfix.records import SampleStore
 from loopfix.report.guard_comparison import COLUMNS, cell
@@ -83,6 +84,25 @@ def _repair_text(result: DoctorResult) -> str:
     return text
 
 
+def _consistency_text(result: DoctorResult) -> str:
+    stage = result.consistency
+    if stage.skipped is not None:
+        return f"Skipped: {stage.skipped}."
+    checks = ", ".join(f"{name} {status}" for name, status in stage.statuses.items())
+    return f"{checks}. Details: {stage.report}."
+
+
+def _consistency_html(result: DoctorResult) -> str:
+    stage = result.consistency
+    if stage.skipped is not None or stage.report is None:
+        return f"<p id=consistency>{escape(_consistency_text(result))}</p>"
+    checks = ", ".join(
+        f"{escape(name)} {escape(status)}" for name, status in stage.statuses.items()
+    )
+    link = f"{CONSISTENCY_DIR}/report.html"  # beside this report, wherever OUT has moved
+    return f'<p id=consistency>{checks}. <a href="{link}">The consistency report</a>.</p>'
+
+
 def _stage_line(result: DoctorResult) -> str:
     return ", ".join(
         f"{name} {cost.seconds:.1f} s (peak {cost.peak_rss_mib:.0f} MiB)"
@@ -128,6 +148,7 @@ def render_markdown(result: DoctorResult) -> str:
             "",
         ]
     lines += ["## Repair and verification", "", _repair_text(result), ""]
+    lines += ["## Consistency", "", _consistency_text(result), ""]
     lines += ["## Stages", "", _stage_line(result) + ".", ""]
     return "\n".join(lines)
 
@@ -208,6 +229,8 @@ def render_html(result: DoctorResult) -> str:
             guard_html,
             "<h2>Repair and verification</h2>",
             f"<p id=repair>{escape(_repair_text(result))}</p>",
+            "<h2>Consistency</h2>",
+            _consistency_html(result),
             "<h2>Stages</h2>",
             f"<p id=stages>{escape(_stage_line(result))}</p>",
             "</body></html>",

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = [
+    "ConsistencyStage",
     "DoctorResult",
     "GuardStage",
     "MeasureSetting",
@@ -105,6 +106,20 @@ class RepairStage:
 
 
 @dataclass(frozen=True)
+class ConsistencyStage:
+    """The cheap consistency checks (`loopfix consistency`), run on a few of the suite's
+    prompts: each check's status, and where the full report is."""
+
+    report: str | None  # the consistency report.html (consistency.json beside it)
+    statuses: dict[str, str]  # check name -> pass / warn / fail / skipped
+    skipped: str | None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConsistencyStage:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """The setting that removes most loops without losing accuracy (see `recommend`)."""
 
@@ -131,6 +146,7 @@ class DoctorResult:
     measure: MeasureStage
     guards: GuardStage
     repair: RepairStage
+    consistency: ConsistencyStage
     recommendation: Recommendation
     stages: dict[str, StageCost]
     versions: dict[str, str]

@@ -9,8 +9,12 @@ a stage resume too):
 3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs a
    norm-matched random control, verify.json) is the verify stage (skipped without weights, with
    too few loops, or with `repair=False`).
-4. recommend: the setting and guard that remove the most loops without losing accuracy.
-5. write OUT/summary.json, OUT/report.md and OUT/report.html.
+4. consistency: the cheap checks of `loopfix consistency` (determinism, batch invariance, seed
+   sensitivity, context) on a few of the suite's prompts into OUT/consistency (skipped for a
+   URL model, or with `consistency=False`): is a loop that shows up only sometimes explained
+   by the run, not the model?
+5. recommend: the setting and guard that remove the most loops without losing accuracy.
+6. write OUT/summary.json, OUT/report.md and OUT/report.html.
 """
 
 from __future__ import annotations
@@ -26,9 +30,17 @@ from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.doctor.config import DoctorConfig
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.report import render_html, render_markdown
-from loopfix.doctor.result import DoctorResult, GuardStage, MeasureStage, RepairStage, StageCost
+from loopfix.doctor.result import (
+    ConsistencyStage,
+    DoctorResult,
+    GuardStage,
+    MeasureStage,
+    RepairStage,
+    StageCost,
+)
 from loopfix.doctor.stages import (
     DoctorInputError,
+    consistency_stage,
     guard_stage,
     measure_stage,
     open_measure_backend,
@@ -130,12 +142,16 @@ def run_doctor(
         lambda: repair_stage(final, measured, report, repair_config),
         RepairStage.from_dict,
     )
+    consistency = cache.run(
+        "consistency", lambda: consistency_stage(final, measured), ConsistencyStage.from_dict
+    )
     result = DoctorResult(
         model=config.model,
         config=measured.config,
         measure=measured,
         guards=guards,
         repair=repair,
+        consistency=consistency,
         recommendation=recommend(measured, guards),
         stages=cache.costs,
         versions=_versions(),

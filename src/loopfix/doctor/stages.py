@@ -2,7 +2,8 @@
 
 measure: `run_scan` of the suite at every temperature -> guards: `run_compare` at the loopiest
 temperature -> repair: `run_repair` (the testbed teacher's branches on a testbed, the measure
-scan's records elsewhere), whose verification is the verify stage (verify.json).
+scan's records elsewhere), whose verification is the verify stage (verify.json) -> consistency:
+the cheap checks of `run_consistency` on a few prompts.
 """
 
 from __future__ import annotations
@@ -11,15 +12,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loopfix.backends.base import Backend
-from loopfix.doctor.config import DoctorConfig, is_url
-from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage, RepairStage
+from loopfix.doctor.config import CONSISTENCY_DIR, DoctorConfig, is_url
+from loopfix.doctor.result import (
+    ConsistencyStage,
+    GuardStage,
+    MeasureSetting,
+    MeasureStage,
+    RepairStage,
+)
 from loopfix.errors import LoopfixError
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.run import Progress
 
 __all__ = [
+    "CONSISTENCY_PROMPTS",
     "DoctorInputError",
+    "consistency_stage",
     "doctor_repair_config",
     "guard_stage",
     "measure_stage",
@@ -29,6 +38,9 @@ __all__ = [
 ]
 
 _ARMS = ("base", "patched", "random_control")
+CONSISTENCY_PROMPTS = 8
+"""Prompts of the doctor's consistency stage: each check runs them several times over (seeds x
+temperatures, three batch sizes), and a first divergence needs only one prompt to show."""
 
 
 class DoctorInputError(LoopfixError, ValueError):
@@ -107,6 +119,37 @@ def guard_stage(config: DoctorConfig, measure: MeasureStage) -> GuardStage:
     )
     entries = run_compare(compare).to_dict()["entries"]
     return GuardStage(temperature, str(folder), entries, None)
+
+
+def consistency_stage(config: DoctorConfig, measure: MeasureStage) -> ConsistencyStage:
+    if not config.consistency:
+        return ConsistencyStage(None, {}, "not asked for (--no-consistency)")
+    if is_url(config.model):
+        return ConsistencyStage(None, {}, "a URL model: no local weights to rerun and compare")
+    from loopfix.consistency import (
+        CHEAP_CHECKS,
+        ConsistencyConfig,
+        run_consistency,
+        write_consistency,
+    )
+
+    settings = ConsistencyConfig(
+        model=config.model,
+        suite=measure.suite,
+        n=CONSISTENCY_PROMPTS,
+        checks=list(CHEAP_CHECKS),
+        seed=config.seed,
+        max_new_tokens=measure.max_new_tokens,
+        # A second torch thread count is the costliest run and measures the machine's kernels,
+        # which the doctor cannot change; `loopfix consistency` still runs it.
+        compare_threads=False,
+    )
+    result = run_consistency(settings)
+    paths = write_consistency(result, config.out / CONSISTENCY_DIR)
+    statuses: dict[str, str] = {}
+    for check in result.checks:
+        statuses[check.name] = check.status
+    return ConsistencyStage(str(paths["html"]), statuses, None)
 
 
 def doctor_repair_config(n: int) -> RepairConfig:
