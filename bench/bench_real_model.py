@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 
 # Run as a script, so bench/ is on sys.path.
@@ -30,13 +29,15 @@ def requests_for(folder: str, prompts: int) -> list:
     from transformers import AutoTokenizer
 
     from loopfix.backends import Request
-    from loopfix.scan.plan import sample_seed
+    from loopfix.seeds import derive_seed
     from loopfix.suites import arith_suite
     from loopfix.suites.render import prompt_ids
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     items = arith_suite(prompts, seed=0)
-    return [Request(ids=prompt_ids(i, tokenizer), seed=sample_seed(0, i.id, 0)) for i in items]
+    return [
+        Request(ids=prompt_ids(i, tokenizer), seed=derive_seed(0, i.id, 0, bits=31)) for i in items
+    ]
 
 
 def engine_row(folder: str, dtype: str, requests: list, args: argparse.Namespace) -> float:
@@ -60,14 +61,11 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
 
 
 def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
+    from loopfix.backends.vllm import cpu_process_env
+
     if not VLLM_PYTHON.exists():
         return None
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": str(args.threads),
-    }
+    env = cpu_process_env(OMP_NUM_THREADS=str(args.threads))
     rows = {}
     for dtype in DTYPES:  # one process per dtype: vLLM frees an engine only at exit
         command = [str(VLLM_PYTHON), __file__, "--only-vllm", dtype, "--model", folder]

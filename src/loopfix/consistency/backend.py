@@ -19,6 +19,7 @@ from typing import Any
 
 import loopfix
 from loopfix.backends.base import BackendError, Request, dtype_name
+from loopfix.backends.vllm import cpu_process_env
 from loopfix.consistency.result import CheckResult, Divergence, divergence_status
 from loopfix.consistency.session import Session
 from loopfix.models import ModelLoadError, resolve_model_path
@@ -40,12 +41,9 @@ def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], dict[s
         "max_model_len": max(len(p.ids) for p in session.prompts) + config.max_new_tokens,
     }
     source = Path(loopfix.__file__).resolve().parents[1]  # this very loopfix, not the venv's
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-    }
+    env = cpu_process_env(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
+    )
     with tempfile.TemporaryDirectory() as folder_path:
         request, reply = Path(folder_path, "in.json"), Path(folder_path, "out.json")
         request.write_text(json.dumps(job))
