@@ -9,6 +9,8 @@ from typer.testing import CliRunner
 
 from loopfix.backends.hf import generate
 from loopfix.cli import app
+from loopfix.doctor import DoctorConfig, run_doctor
+from loopfix.doctor.config import QUICK_GUARDS
 from loopfix.models import file_sha256, load_model
 from loopfix.models.gguf import packaged_model_path
 from loopfix.records import DecodeSettings
@@ -72,3 +74,16 @@ def test_short_scan_judges_real_answers(tmp_path: Path, smollm2_folder: Path) ->
         assert record["correct"] in (True, False)  # free text judged, no \boxed{} needed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"][0]["judged"] == 4
+
+
+def test_the_quick_doctor_runs_on_the_real_model(smollm2_folder: Path, tmp_path: Path) -> None:
+    # docs/doctor.md: `loopfix doctor loopfix:smollm2 --quick`, about 1.5 min of stages.
+    result = run_doctor(DoctorConfig(model="loopfix:smollm2", quick=True, out=tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    settings = summary["measure"]["settings"]
+    assert [s["temperature"] for s in settings] == [0.0, 0.6, 1.0]
+    assert all(s["n"] == 12 and s["judged"] > 0 for s in settings)  # free-text answers judged
+    assert settings[0]["cut_rate"] > 0  # SmolLM2 runs to the cap at greedy
+    assert [e["guard"] for e in summary["guards"]["entries"]] == list(QUICK_GUARDS)
+    assert result.recommendation.guard in QUICK_GUARDS
+    assert summary["consistency"]["skipped"] and (tmp_path / "report.html").is_file()

@@ -10,7 +10,7 @@ a stage resume too):
    norm-matched random control, verify.json) is the verify stage (skipped without weights, with
    too few loops, or with `repair=False`).
 4. consistency: the cheap checks of `loopfix consistency` (determinism, batch invariance, seed
-   sensitivity, context) on a few of the suite's prompts into OUT/consistency (skipped for a
+   sensitivity) on a few of the suite's prompts into OUT/consistency (skipped for a
    URL model, or with `consistency=False`): is a loop that shows up only sometimes explained
    by the run, not the model?
 5. recommend: the setting and guard that remove the most loops without losing accuracy.
