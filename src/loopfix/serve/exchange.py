@@ -29,6 +29,7 @@ from typing import Any
 
 from loopfix.serve.config import Action, ServeConfig
 from loopfix.serve.continuation import Continuation, continuation_body, in_open_reasoning
+from loopfix.serve.cut_point import at_sentence_end, banned_piece, tokens_within
 from loopfix.serve.metrics import ServeMetrics
 from loopfix.serve.upstream import Upstream, UpstreamError
 from loopfix.serve.watch import Detection, PartWatcher
@@ -259,8 +260,8 @@ class Exchange:
         if action == "observe":
             return []
         watcher = part.watcher
-        kept = max(found.onset + found.period, _tokens_within(watcher, part.released))
-        kept = _at_sentence_end(watcher, kept, found.period)
+        kept = max(found.onset + found.period, tokens_within(watcher, part.released))
+        kept = at_sentence_end(watcher, kept, found.period)
         keep = watcher.end_of_token(kept - 1) if kept > watcher.first_token else part.released
         outputs = self._release(state, part, keep)
         escape = (
@@ -268,7 +269,7 @@ class Exchange:
         )
         state.intervened = True
         if (action == "rescue" or escape) and state.rescues < self.policy.max_rescues:
-            banned = _banned_piece(watcher, kept, found.period)
+            banned = banned_piece(watcher, kept, found.period)
             watcher.rewind(keep)
             part.released = keep
             state.awaiting = Continuation(part.name, banned, escape)
@@ -407,43 +408,6 @@ def _extra(choice: dict[str, Any], chat: bool, continuation: bool) -> dict[str, 
     if choice.get("logprobs") is not None:
         extra["logprobs"] = choice["logprobs"]
     return extra
-
-
-def _tokens_within(watcher: PartWatcher, chars: int) -> int:
-    """Tokens that end at or before character `chars`."""
-    count = watcher.first_token
-    while count < watcher.tokens and watcher.end_of_token(count) <= chars:
-        count += 1
-    return count
-
-
-_SENTENCE_ENDS = (".", "!", "?", "\n", "。")
-
-
-def _at_sentence_end(watcher: PartWatcher, kept: int, period: int) -> int:
-    """Move the cut up to a period of tokens later so the kept text ends a sentence: a unit
-    found as ". We go ... again" is kept as "We go ... again." (any rotation of the unit is
-    the same loop), and the repeat's banned token starts a sentence."""
-    # Tokens before first_token were released and forgotten (stop): the cut cannot move there.
-    for end in range(max(kept, watcher.first_token + 1), min(kept + period, watcher.tokens)):
-        if _piece(watcher, end - 1).rstrip(" \t").endswith(_SENTENCE_ENDS):
-            return end
-    return kept
-
-
-def _piece(watcher: PartWatcher, index: int) -> str:
-    """Token `index` with the whitespace before it."""
-    start = watcher.end_of_token(index - 1) if index > watcher.first_token else watcher.start
-    return watcher.text[start - watcher.start : watcher.end_of_token(index) - watcher.start]
-
-
-def _banned_piece(watcher: PartWatcher, kept: int, period: int) -> str:
-    """The text of the loop's next token after `kept` tokens (with its leading whitespace): the
-    token itself when it was generated, else the one a period earlier (the tail is periodic)."""
-    index = kept
-    while index >= watcher.tokens:
-        index -= period
-    return _piece(watcher, index)
 
 
 def _choice_count(body: dict[str, Any], chat: bool) -> int:
