@@ -4,7 +4,8 @@
 
 Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
 issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
-collect_negatives.py), and loopfix scan records of real models (SmolLM2-135M-Instruct on the
+collect_negatives.py), thinking_llms_interp.jsonl (generations saved in a public research
+repository, written by thinking_llms_interp.py), and loopfix scan records of real models (SmolLM2-135M-Instruct on the
 arith suite, the stargraph testbed), labelled by hand in labels.tsv (id, label, kind, note).
 
 The split is fixed by source, before any tuning: a source group (the issue URL, the file or
@@ -69,10 +70,10 @@ def main() -> None:
             item_id, label, kind, note = line.split("\t")
             labels[item_id] = [label, kind, note]
     items = []
-    for part in ("issue_excerpts.jsonl", "negatives.jsonl"):
+    for part in ("issue_excerpts.jsonl", "negatives.jsonl", "thinking_llms_interp.jsonl"):
         for line in (HERE / part).read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
-            item["group"] = item["source"]
+            item.setdefault("group", item["source"])
             items.append(item)
     items += scan_items([Path(p) for p in sys.argv[1:]], labels)
     with (HERE / "corpus.jsonl").open("w", encoding="utf-8") as out:

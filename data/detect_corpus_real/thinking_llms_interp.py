@@ -1,0 +1,92 @@
+"""Model outputs saved in the public repository thaotnguyen/thinking-llms-interp, labelled by hand
+in thinking_llms_interp_labels.tsv. Writes thinking_llms_interp.jsonl (run from the repository root):
+
+    python data/detect_corpus_real/thinking_llms_interp.py SNAPSHOT_GIT_DIR
+
+SNAPSHOT_GIT_DIR is a clone of https://github.com/thaotnguyen/thinking-llms-interp holding commit
+COMMIT below. The files read are the generations of its `generate-responses` step (50 reasoning
+and riddle prompts, max_tokens 1000; base models Llama-3.1-8B, Qwen2.5-14B, Qwen2.5-Math-1.5B and
+DeepSeek-R1-Distill Qwen-1.5B / Llama-8B / Qwen-14B) and of its `steering` step (R1-Distill
+Llama-8B and Qwen-32B with a reasoning-behaviour vector added or subtracted, 5 and 3 prompts;
+R1-Distill Llama-8B on GSM8K prompts 0-39 with the backtracking vector added).
+The text kept is the model's output: what follows `<｜Assistant｜>` for chat models, what follows
+the echoed prompt for base models. Whether an output was cut at the cap is not recorded there,
+so `cut` is null (unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = "thaotnguyen/thinking-llms-interp"
+COMMIT = "24976ae307562cfe588aba84e727a96730dadaa0"
+
+
+def load(git_dir: Path, path: str):
+    shown = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"],
+        check=True,
+        capture_output=True,
+    )
+    return json.loads(shown.stdout)
+
+
+def model_output(response: str, prompt: str) -> str:
+    if "<｜Assistant｜>" in response:
+        return response.split("<｜Assistant｜>", 1)[1]
+    return response[len(prompt) :] if response.startswith(prompt) else response
+
+
+def output_of(data, item: str) -> tuple[str, str]:
+    """The output text and its prompt for one labelled item: its path in the file's JSON, `/`
+    between keys (`12` in a generations list; `backtracking/0/positive` in a steering file;
+    `3/backtracking/positive` in the GSM8K steering file)."""
+    node = data
+    for key in item.split("/"):
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if "full_response" in node:
+        prompt = node["original_message"]["content"]
+        return model_output(node["full_response"], prompt), prompt
+    response = node["response"]
+    prompt = response.split("<｜User｜>", 1)[1].split("<｜Assistant｜>", 1)[0]
+    return model_output(response, prompt), prompt
+
+
+def main() -> None:
+    git_dir = Path(sys.argv[1])
+    files: dict[str, object] = {}
+    items = []
+    for line in (HERE / "thinking_llms_interp_labels.tsv").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        path, item, label, kind, note = line.split("\t")
+        if path not in files:
+            files[path] = load(git_dir, path)
+        text, prompt = output_of(files[path], item)
+        model = Path(path).stem.split("responses_")[-1].split("results_")[-1]
+        items.append(
+            {
+                "id": f"tli-{model}-{item.replace('/', '-')}",
+                "text": text,
+                "label": label,
+                "kind": kind,
+                "cut": None,
+                "source": f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {item})",
+                # One source group per model and prompt, as for scan records.
+                "group": f"{REPO}:{model}:{prompt}",
+                "category": "steered-generation" if "steering" in path else "model-generation",
+                "note": note,
+            }
+        )
+    with (HERE / "thinking_llms_interp.jsonl").open("w", encoding="utf-8") as out:
+        for item in items:
+            out.write(json.dumps(item, ensure_ascii=False) + "\n")
+    print(f"{len(items)} items")
+
+
+if __name__ == "__main__":
+    main()
