@@ -2,8 +2,9 @@
 
     python bench/bench_detect.py [--repeats 5]
 
-1. LoopMonitor.push: per-token cost at 1k..32k tokens into a stream (should stay flat); in the
-   looping stream the second half loops, so the later blocks run the reporting path.
+1. LoopMonitor.push: per-token cost at 1k, 4k, 16k and 32k tokens into a stream (should stay
+   flat), the lengths measured in interleaved rounds; in the looping stream the second half
+   loops (from token 16,250), so the 32k stream runs the reporting path.
 2. find_ngram_loop vs a straightforward recount (a Counter of tuple n-grams, stopping at the
    first count of k) at 8k tokens, on a stream without a loop and on one with a loop.
 3. LoopMonitor.push_batch over 64 streams: microseconds per token per stream.
@@ -15,6 +16,7 @@ Each timing is the best of --repeats runs (the machine may be shared); the media
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import statistics
@@ -61,33 +63,46 @@ def stream(length: int, looping: bool, seed: int = 0) -> list[int]:
     return tokens.tolist()
 
 
+LENGTHS = (1_000, 4_000, 16_000, 32_000)
+CHUNK = 500
+
+
 def bench_monitor(repeats: int) -> None:
-    print("1. LoopMonitor.push, one stream of 32k tokens, max_period 512 (us per token)")
-    print("   each 1k-token block timed separately; best and median over the repeats")
-    print(f"   {'tokens':>13} {'iid best':>9} {'iid med':>8} {'loop best':>10} {'loop med':>9}")
-    blocks, size = 32, 1_000
+    print("1. LoopMonitor.push, one stream, max_period 512: us per token at each stream length")
+    print(f"   the next {CHUNK} tokens pushed into a stream already {'/'.join(map(str, LENGTHS))}")
+    print("   tokens long, the lengths interleaved round by round (so load changes hit all alike);")
+    print(f"   best and median over {20 * repeats} rounds")
+    print(f"   {'tokens':>7} {'iid best':>9} {'iid med':>8} {'loop best':>10} {'loop med':>9}")
     table = {}
     for looping in (False, True):
-        tokens = stream(blocks * size, looping)
-        runs = np.zeros((repeats, blocks))
-        for repeat in range(repeats + 1):  # the first pass warms up
+        tokens = stream(LENGTHS[-1] + CHUNK, looping)
+        # A monitor filled to each length once; every round times a fresh copy of it.
+        filled = {}
+        for length in LENGTHS:
             monitor = LoopMonitor()
-            for block in range(blocks):
+            for token in tokens[:length]:
+                monitor.push(token)
+            filled[length] = monitor
+        runs = {length: [] for length in LENGTHS}
+        for round_ in range(20 * repeats + 1):  # the first round warms up
+            for length in LENGTHS:
+                monitor = copy.deepcopy(filled[length])
+                chunk = tokens[length : length + CHUNK]
                 started = time.perf_counter()
-                for token in tokens[block * size : (block + 1) * size]:
+                for token in chunk:
                     monitor.push(token)
-                if repeat:
-                    runs[repeat - 1, block] = (time.perf_counter() - started) / size * 1e6
-        table[looping] = (runs.min(axis=0), np.median(runs, axis=0))
-    for block in (0, 3, 7, 15, 31):
-        iid_best, iid_median = (values[block] for values in table[False])
-        loop_best, loop_median = (values[block] for values in table[True])
-        label = f"{block * size // 1000}k-{(block + 1) * size // 1000}k"
+                if round_:
+                    runs[length].append((time.perf_counter() - started) / CHUNK * 1e6)
+        table[looping] = {n: (min(v), statistics.median(v)) for n, v in runs.items()}
+    for length in LENGTHS:
+        iid_best, iid_median = table[False][length]
+        loop_best, loop_median = table[True][length]
         values = f"{iid_best:>9.2f} {iid_median:>8.2f} {loop_best:>10.2f} {loop_median:>9.2f}"
-        print(f"   {label:>13} {values}")
-    ratio = table[False][0][-1] / table[False][0][0]
-    loop_ratio = table[True][0][-1] / table[True][0][0]
-    print(f"   ratio last/first block (best): iid {ratio:.2f}, loop {loop_ratio:.2f}")
+        print(f"   {length // 1000:>6}k {values}")
+    first, last = LENGTHS[0], LENGTHS[-1]
+    ratios = [table[looping][last][1] / table[looping][first][1] for looping in (False, True)]
+    print(f"   median at {last // 1000}k / median at {first // 1000}k: iid {ratios[0]:.2f}, loop "
+          f"{ratios[1]:.2f}")
 
 
 def bench_ngram(repeats: int) -> None:

@@ -74,3 +74,26 @@ def test_detect_text_near_with_dates():
     # The run reaches back to the newline before the first row, which the unit also ends with.
     assert verdict.kind == "near" and verdict.repeats == 60
     assert verdict.evidence == "\n| 2024-01-01 | 09:30 | stand-up with the platform team |"
+
+
+def test_numbers_cycling_slower_than_the_template_count_at_a_multiple_of_its_period():
+    # Qwen2.5-Math-1.5B listing clock angles to the cap (data/detect_corpus_real): the template
+    # repeats every sentence, but the hour advances once every three sentences (H:00, H:30, H:45).
+    from pathlib import Path
+
+    from loopfix.detect.corpus import read_corpus
+
+    corpus = Path(__file__).resolve().parents[2] / "data" / "detect_corpus_real" / "corpus.jsonl"
+    (item,) = [i for i in read_corpus(corpus) if i.id == "tli-qwen2.5-math-1.5b-17"]
+    verdict = near(item.text)
+    assert verdict is not None and verdict.kind == "near"
+    tokens = split_text(item.text)
+    unit = item.text[tokens.starts[verdict.onset] : tokens.starts[verdict.onset + verdict.period]]
+    assert unit.count("the angle between the hour and minute hands") == 3
+    # Without the slower cycle (every hour on its own sentence, angles not counting) it is a
+    # table of computed values, not a loop.
+    hours = "".join(
+        f"At {h}:00, the angle between the hour and minute hands is {(30 * h * h) % 360} degrees. "
+        for h in range(1, 13)
+    )
+    assert near(hours) is None

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .config import DetectConfig
-from .normalize import normalize
+from .normalize import Normalized, normalize
 from .periodic import find_tail
 from .verdict import LoopVerdict, Span, strength_score
 
@@ -38,6 +38,32 @@ def counter_like(values: list[int | None]) -> bool:
     steps = np.diff(np.array(values, dtype=np.float64))
     _, counts = np.unique(steps, return_counts=True)
     return bool(counts.max() >= _COUNTER_SHARE * len(steps))
+
+
+def _changing_slots(
+    ids: np.ndarray,
+    norm: Normalized,
+    onset: int,
+    end: int,
+    period: int,
+    number_of: NumberReader | None,
+) -> list[list[int | None]]:
+    """For each volatile slot of the unit `[onset, onset + period)` whose text changes from copy
+    to copy up to `end`, the numbers it holds (None where they cannot be read)."""
+    origin = norm.origin
+    changing: list[list[int | None]] = []
+    for offset in range(period):
+        if not norm.volatile[onset + offset]:
+            continue
+        positions = range(onset + offset, end, period)
+        if len({tuple(ids[origin[j] : origin[j + 1]]) for j in positions}) > 1:
+            changing.append(
+                [
+                    None if number_of is None else number_of(origin[j], origin[j + 1])
+                    for j in positions
+                ]
+            )
+    return changing
 
 
 def find_near_loop(
@@ -60,36 +86,29 @@ def find_near_loop(
         return None
     period, run, end = found
     onset = end - run - period
-    origin = norm.origin
-    changing: list[list[int | None]] = []
-    for offset in range(period):
-        if not norm.volatile[onset + offset]:
-            continue
-        positions = range(onset + offset, end, period)
-        if len({tuple(ids[origin[j] : origin[j + 1]]) for j in positions}) > 1:
-            changing.append(
-                [
-                    None if number_of is None else number_of(origin[j], origin[j + 1])
-                    for j in positions
-                ]
-            )
-    if not changing:
-        return None  # nothing changes: an exact loop, the verbatim tier's business
-    repeats = (run + period) // period
-    unit_words = int(words[origin[onset] : origin[onset + period]].sum())
+    copies = (end - onset) // period
+    unit_words = int(words[norm.origin[onset] : norm.origin[onset + period]].sum())
     if at_cut:
         wordy = unit_words >= config.cut_near_min_words
         needed = config.cut_near_repeats if wordy else config.wordless_min_repeats
-        accepted = True
-    elif number_of is None:
-        needed = config.min_repeats
-        accepted = unit_words >= config.near_min_words
     else:
         wordy = unit_words >= config.near_min_words
         needed = config.min_repeats if wordy else config.near_counter_repeats
-        accepted = all(counter_like(values) for values in changing)
-    if not accepted or repeats < needed:
+    if copies < needed or (number_of is None and not at_cut and not wordy):
         return None
+    # Numbers may cycle with a longer period than the template (clock times 5:30, 5:45, 6:00,
+    # 6:30, ...: the hour counts once every three sentences), so multiples of the template's
+    # period are tried too: at one of them every slot may count.
+    for unit in range(period, (end - onset) // config.min_repeats + 1, period):
+        changing = _changing_slots(ids, norm, onset, end, unit, number_of)
+        if not changing:
+            return None  # nothing changes: an exact loop, the verbatim tier's business
+        if at_cut or number_of is None or all(counter_like(v) for v in changing):
+            break
+    else:
+        return None
+    repeats = (end - onset) // unit
+    period, origin = unit, norm.origin
     start = int(origin[onset])
     return LoopVerdict(
         looping=True,
@@ -99,5 +118,5 @@ def find_near_loop(
         repeats=repeats,
         span=Span(start, int(origin[end])),
         decided_by="near",
-        score=strength_score(repeats / needed),
+        score=strength_score(copies / needed),
     )
