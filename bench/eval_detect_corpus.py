@@ -1,7 +1,8 @@
 """Precision and recall of the default loop detector on a labelled corpus, per kind and per score.
 
     python bench/eval_detect_corpus.py [--corpus data/detect_corpus_real/corpus.jsonl]
-        [--split tune|heldout|all] [--no-cut] [--semantic off|lexical|embedding|auto] [--verbose]
+        [--split tune|heldout|all] [--no-cut] [--semantic off|lexical|embedding|auto]
+        [--set FIELD=VALUE ...] [--verbose]
 
 Recall per labelled kind: share of that kind's loops flagged (as any kind). Precision: share of
 flagged items that are loops. The score table sweeps a threshold on the verdict's score (0 keeps
@@ -30,9 +31,19 @@ def main() -> None:
     parser.add_argument("--split", default="heldout", help="tune, heldout or all")
     parser.add_argument("--no-cut", action="store_true", help="do not tell the detector cuts")
     parser.add_argument("--semantic", default=None, help="override DetectConfig.semantic")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a DetectConfig field (repeatable), e.g. --set lexical_similarity=0.4",
+    )
     parser.add_argument("--verbose", action="store_true", help="print every item")
     args = parser.parse_args()
-    config = DetectConfig() if args.semantic is None else DetectConfig(semantic=args.semantic)
+    overrides = dict(setting.split("=", 1) for setting in args.set)
+    if args.semantic is not None:
+        overrides["semantic"] = args.semantic
+    config = DetectConfig(**overrides)
 
     items = read_corpus(args.corpus, None if args.split == "all" else args.split)
     started = time.perf_counter()
