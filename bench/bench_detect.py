@@ -101,8 +101,10 @@ def bench_monitor(repeats: int) -> None:
         print(f"   {length // 1000:>6}k {values}")
     first, last = LENGTHS[0], LENGTHS[-1]
     ratios = [table[looping][last][1] / table[looping][first][1] for looping in (False, True)]
-    print(f"   median at {last // 1000}k / median at {first // 1000}k: iid {ratios[0]:.2f}, loop "
-          f"{ratios[1]:.2f}")
+    print(
+        f"   median at {last // 1000}k / median at {first // 1000}k: iid {ratios[0]:.2f}, loop "
+        f"{ratios[1]:.2f}"
+    )
 
 
 def bench_ngram(repeats: int) -> None:

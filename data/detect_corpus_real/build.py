@@ -5,8 +5,9 @@
 Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
 issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
 collect_negatives.py), thinking_llms_interp.jsonl (generations saved in a public research
-repository, written by thinking_llms_interp.py), and loopfix scan records of real models (SmolLM2-135M-Instruct on the
-arith suite, the stargraph testbed), labelled by hand in labels.tsv (id, label, kind, note).
+repository, written by thinking_llms_interp.py), and loopfix scan records of real models
+(SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
+labels.tsv (id, label, kind, note).
 
 The split is fixed by source, before any tuning: a source group (the issue URL, the file or
 program, or the model and prompt of a scan record) is held out when the first hex digit of

@@ -1,5 +1,6 @@
-"""Model outputs saved in the public repository thaotnguyen/thinking-llms-interp, labelled by hand
-in thinking_llms_interp_labels.tsv. Writes thinking_llms_interp.jsonl (run from the repository root):
+"""Model outputs saved in the public repository thaotnguyen/thinking-llms-interp, labelled by
+hand in thinking_llms_interp_labels.tsv. Writes thinking_llms_interp.jsonl (run from the
+repository root):
 
     python data/detect_corpus_real/thinking_llms_interp.py SNAPSHOT_GIT_DIR
 
