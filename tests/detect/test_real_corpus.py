@@ -49,3 +49,22 @@ def test_malformed_corpus_line_names_file_line_and_field(tmp_path):
     path.write_text('{"id": "a", "text": "x", "label": "loop", "kind": "nearish"}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:1: field 'kind'"):
         read_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("package", "what"),
+    [
+        ("typer", "terminal panels drawn with box-drawing characters"),
+        ("pydantic", "a changelog of some 760 distinct list items"),
+    ],
+)
+def test_long_diagrams_and_lists_in_installed_readmes_stay_clean(package, what):
+    # Real text of core dependencies, read from the installed package metadata: long box-drawing
+    # diagrams and long lists of distinct rows are structure, not loops.
+    from importlib.metadata import metadata
+
+    from loopfix.detect import detect_text
+
+    readme = metadata(package).get_payload() or ""
+    assert len(readme) > 10_000, what
+    assert not detect_text(readme).looping, what
