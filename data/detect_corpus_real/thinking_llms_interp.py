@@ -9,7 +9,7 @@ COMMIT below. The files read are the generations of its `generate-responses` ste
 and riddle prompts, max_tokens 1000; base models Llama-3.1-8B, Qwen2.5-14B, Qwen2.5-Math-1.5B and
 DeepSeek-R1-Distill Qwen-1.5B / Llama-8B / Qwen-14B) and of its `steering` step (R1-Distill
 Llama-8B and Qwen-32B with a reasoning-behaviour vector added or subtracted, 5 and 3 prompts;
-R1-Distill Llama-8B on GSM8K prompts 0-39 with the backtracking vector added).
+R1-Distill Llama-8B on GSM8K prompts 0-100 with the backtracking vector added).
 The text kept is the model's output: what follows `<｜Assistant｜>` for chat models, what follows
 the echoed prompt for base models. Whether an output was cut at the cap is not recorded there,
 so `cut` is null (unknown).
