@@ -2,7 +2,8 @@
 
 Volatile tokens are masked (normalize.py) and the masked sequence gets the exact periodic-tail
 check. A masked loop is accepted when every number that changes moves like a counter (mostly
-one constant step: "Step 12, Step 13", "05%, 10%", consecutive dates, `\\node (n7)`), and
+one constant step: "Step 12, Step 13", "05%, 10%", consecutive dates, `\\node (n7)`; at the
+template's period or a multiple of it, for numbers cycling slower than the template), and
 either the unit carries at least `near_min_words` words or, for terse templates such as
 `224 unknown`, it repeats at least `near_counter_repeats` times (more than the hundred items of
 a requested list). Step-by-step arithmetic, a table of measurements, a multiplication table or a
