@@ -1,7 +1,7 @@
 """A patched SmolLM2 GGUF, reloaded: do its greedy outputs match the patched HF model's?
 
-    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--prompts 24]
-        [--max-new-tokens 48] [--layers 4,20] [--k 16] [--alpha 4] [--threads 1] [--llama-python PY]
+    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--prompts 16]
+        [--max-new-tokens 40] [--layers 4,20] [--k 16] [--alpha 4] [--threads 1] [--llama-python PY]
 
 Builds a real patch on SmolLM2-135M-Instruct (float32, from `loopfix:smollm2`): the `--k`
 down_proj columns of each of `--layers` that write most along a seeded direction, edited along
@@ -77,8 +77,8 @@ def llama_cpp(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=24)
-    parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--max-new-tokens", type=int, default=40)
     parser.add_argument("--layers", default="4,20")
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--alpha", type=float, default=4.0)
@@ -123,27 +123,27 @@ def main() -> None:
         "base_vs_patched_hf": agreement(base, reference),
     }
     if args.llama_python:
-        report["llama_cpp_original_vs_base_hf"] = agreement(
-            llama_cpp(args.llama_python, source, prompts, args, eos), base
-        )
+        llama_original = llama_cpp(args.llama_python, source, prompts, args, eos)
+        report["llama_cpp_original_vs_base_hf"] = agreement(llama_original, base)
     for gguf_type in GGUF_TYPES:
         out = work / f"patched-{gguf_type}.gguf"
         started = time.perf_counter()
         rows = export_patched_gguf(source, patch, out, GgufExportConfig(gguf_type=gguf_type))
         exported = time.perf_counter() - started
         reloaded, _ = load_model(out, device="cpu")
+        ours = greedy(reloaded, tokenizer, prompts, args.max_new_tokens)
+        del reloaded
         row: dict[str, object] = {
             "tensors": [r.describe() for r in rows],
             "export_s": round(exported, 1),
-            "reloaded_vs_patched_hf": agreement(
-                greedy(reloaded, tokenizer, prompts, args.max_new_tokens), reference
-            ),
+            "reloaded_vs_patched_hf": agreement(ours, reference),
         }
-        del reloaded
         if args.llama_python:
-            row["llama_cpp_vs_patched_hf"] = agreement(
-                llama_cpp(args.llama_python, out, prompts, args, eos), reference
-            )
+            theirs = llama_cpp(args.llama_python, out, prompts, args, eos)
+            row["llama_cpp_vs_patched_hf"] = agreement(theirs, reference)
+            # The same file on both sides, and whether llama.cpp sees the patch at all.
+            row["llama_cpp_vs_reloaded"] = agreement(theirs, ours)
+            row["llama_cpp_vs_llama_cpp_original"] = agreement(theirs, llama_original)
         report[gguf_type] = row
         print(json.dumps({gguf_type: row}), file=sys.stderr, flush=True)  # progress
         shutil.rmtree(work / "cache")

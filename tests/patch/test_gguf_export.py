@@ -257,3 +257,13 @@ def test_bad_inputs_are_one_line_and_write_nothing(
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
     assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")} == before
+
+
+def test_revert_to_a_gguf_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "restored.gguf"
+    result = runner.invoke(
+        app, ["patch", "revert", str(SOURCE), str(tmp_path / "patch"), "--out", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "revert writes an HF folder, not a GGUF file" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not any(tmp_path.iterdir())

@@ -130,4 +130,11 @@ def revert_command(
 
     Example: loopfix patch revert stargraph-patched repair/stargraph --out stargraph-original
     """
+    if out.suffix.lower() == ".gguf":
+        from loopfix.atomic import OutputError
+
+        raise OutputError(
+            f"--out {out}: revert writes an HF folder, not a GGUF file; for a GGUF keep the "
+            "original file (re-quantized blocks need not decode to the original values)"
+        )
     _run(model, patch, out, revert=True, trust_remote_code=trust_remote_code)

@@ -32,7 +32,7 @@ from loopfix.models.gguf_tensors import GgufTensorMap
 from loopfix.models.modules import oriented
 from loopfix.patch.apply import edited_tensor
 from loopfix.patch.format import ColumnEdit, Patch
-from loopfix.patch.gguf_config import GgufExportConfig, GgufType
+from loopfix.patch.gguf_config import GgufExportConfig
 
 if TYPE_CHECKING:
     from gguf import GGMLQuantizationType, ReaderTensor
@@ -81,9 +81,9 @@ def export_patched_gguf(
     replacements: dict[str, TensorData] = {}
     report = []
     for edit in patch.edits:
-        gguf_name = tensors.gguf_name(edit.name)
-        stored, row = _encoded(tensors, tensors.tensors[gguf_name], edit, config.gguf_type)
-        replacements[gguf_name] = stored
+        tensor = tensors.tensor(edit.name)
+        original, new = _patched_values(tensors, tensor, edit)
+        replacements[tensor.name], row = _encoded(tensor, edit.name, original, new, config)
         report.append(row)
     with atomic_writer(out, binary=True) as handle:
         write_gguf_copy(reader, handle, replacements)
@@ -91,27 +91,41 @@ def export_patched_gguf(
     return report
 
 
-def _encoded(
-    tensors: GgufTensorMap, tensor: ReaderTensor, edit: ColumnEdit, gguf_type: GgufType
-) -> tuple[TensorData, TensorExport]:
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, quants
+def _patched_values(
+    tensors: GgufTensorMap, tensor: ReaderTensor, edit: ColumnEdit
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tensor's stored values and the patched ones, both in GGUF layout (float32); the
+    patch's hash checks run on the HF-layout tensor in the patch's dtype."""
+    from gguf import quants
 
     original = quants.dequantize(tensor.data, tensor.tensor_type)
     hf_original = torch.from_numpy(tensors.to_hf(tensor.name, original).copy())
-    edited = edited_tensor(hf_original.to(getattr(torch, edit.dtype.removeprefix("torch."))), edit)
+    dtype = getattr(torch, edit.dtype.removeprefix("torch."))
+    edited = oriented(edited_tensor(hf_original.to(dtype), edit), edit.orientation)
     # Only the edited columns take the patch's values: a patch made in a lower dtype would
     # otherwise round every other weight of the tensor too.
     hf_new = hf_original.clone()
-    columns = edit.columns
-    oriented(hf_new, edit.orientation)[:, columns] = oriented(edited, edit.orientation)[
-        :, columns
-    ].to(torch.float32)
-    new = tensors.to_gguf(tensor.name, hf_new.numpy())
-    if gguf_type == "same" and _can_quantize(tensor.tensor_type):
-        target, keep_unchanged = tensor.tensor_type, True
+    oriented(hf_new, edit.orientation)[:, edit.columns] = edited[:, edit.columns].float()
+    return original, tensors.to_gguf(tensor.name, hf_new.numpy())
+
+
+def _encoded(
+    tensor: ReaderTensor,
+    hf_name: str,
+    original: np.ndarray,
+    new: np.ndarray,
+    config: GgufExportConfig,
+) -> tuple[TensorData, TensorExport]:
+    """NEW stored as `config.gguf_type` says; in the file's own type only the changed blocks are
+    re-encoded, the others keep their bytes."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, quants
+
+    if config.gguf_type == "same" and _can_quantize(tensor.tensor_type):
+        target = tensor.tensor_type
     else:
-        target = GGMLQuantizationType.Q8_0 if gguf_type == "q8_0" else GGMLQuantizationType.F16
-        keep_unchanged = target == tensor.tensor_type
+        target = (
+            GGMLQuantizationType.Q8_0 if config.gguf_type == "q8_0" else GGMLQuantizationType.F16
+        )
     block, block_bytes = GGML_QUANT_SIZES[target]
     if new.shape[-1] % block:
         raise OutputError(
@@ -119,7 +133,7 @@ def _encoded(
             f"(blocks of {block}); choose another --gguf-type"
         )
     blocks = new.reshape(-1, block)
-    if keep_unchanged:
+    if target == tensor.tensor_type:
         changed = (original.reshape(-1, block) != blocks).any(axis=1)
         data = np.array(tensor.data).view(np.uint8).reshape(-1, block_bytes)
     else:
@@ -128,7 +142,7 @@ def _encoded(
     data[changed] = quants.quantize(blocks[changed], target).view(np.uint8).reshape(-1, block_bytes)
     written = quants.dequantize(data.reshape(*new.shape[:-1], -1), target)
     return TensorData(target, data.reshape(-1)), TensorExport(
-        hf_name=edit.name,
+        hf_name=hf_name,
         gguf_name=tensor.name,
         source_type=tensor.tensor_type.name,
         written_type=target.name,
