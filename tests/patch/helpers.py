@@ -19,3 +19,21 @@ def requests_for(model: torch.nn.Module, k: int = 5, alpha: float = 6.0) -> list
 
 def fresh(family: str) -> torch.nn.Module:
     return tiny_model(family, seed=1)
+
+
+def smollm2_requests(
+    model: torch.nn.Module, layers: tuple[int, ...] = (4, 20), k: int = 16, alpha: float = 1.0
+) -> list[EditRequest]:
+    """A real-sized patch on SmolLM2: the k down_proj columns of each layer that write most
+    along a seeded direction, edited along it (a stand-in for a repair's direction)."""
+    from loopfix.models import down_proj, write_matrix
+    from loopfix.patch.edit import top_columns
+
+    generator = torch.Generator().manual_seed(0)
+    requests = []
+    for layer in layers:
+        direction = torch.randn(model.config.hidden_size, generator=generator)
+        write = write_matrix(down_proj(model, layer), "out_in")
+        columns = top_columns(write, direction, k)
+        requests.append(EditRequest(EditSite(layer, "down_proj"), direction, columns, alpha))
+    return requests

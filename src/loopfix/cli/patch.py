@@ -10,6 +10,8 @@ import typer
 from rich.table import Table
 
 from loopfix.cli.common import TRUST_REMOTE_CODE, console
+from loopfix.cli.options import build, option
+from loopfix.patch.gguf_config import GgufExportConfig
 
 patch_app = typer.Typer(
     help="Inspect, apply and revert loopfix weight patches (patch.json + patch.safetensors).",
@@ -73,18 +75,48 @@ def _run(model: str, patch: Path, out: Path, revert: bool, trust_remote_code: bo
     console.print(f"wrote {written}")
 
 
+def _export_gguf(model: str, patch: Path, out: Path, gguf_type: str) -> None:
+    from loopfix.atomic import OutputError
+    from loopfix.models.loading import gguf_source
+    from loopfix.patch import load_patch
+    from loopfix.patch.gguf_export import card_path, export_patched_gguf
+
+    source = gguf_source(model)
+    if source is None:
+        raise OutputError(
+            f"--out {out} is a .gguf file, which only a .gguf model can be written as; "
+            f"{model} is not one (write a folder instead)"
+        )
+    config = build(GgufExportConfig, {"gguf_type": gguf_type})
+    report = export_patched_gguf(source, load_patch(patch), out, config)
+    for row in report:
+        console.print(row.describe())
+    console.print(f"wrote {out} and its model card {card_path(out)}")
+
+
 @patch_app.command("apply")
 def apply_command(
-    model: Annotated[str, typer.Argument(help="model folder, hub id or loopfix:NAME")],
+    model: Annotated[str, typer.Argument(help="model folder, .gguf file, hub id or loopfix:NAME")],
     patch: PatchArgument,
-    out: Annotated[Path, typer.Option("--out", help="folder for the patched HF model")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="folder for the patched HF model, or a new .gguf file (for a GGUF model)",
+        ),
+    ],
+    gguf_type: str = option(GgufExportConfig, "gguf_type"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
-    """Write MODEL with PATCH applied as a full HF model folder (refused on hash mismatch).
+    """Write MODEL with PATCH applied as a full HF model folder, or, for a GGUF model and an
+    OUT ending in .gguf, as a GGUF file llama.cpp and Ollama load (refused on hash mismatch).
 
     Example: loopfix patch apply loopfix:stargraph repair/stargraph --out stargraph-patched
     """
-    _run(model, patch, out, revert=False, trust_remote_code=trust_remote_code)
+    if out.suffix.lower() == ".gguf":
+        _export_gguf(model, patch, out, gguf_type)
+    else:
+        _run(model, patch, out, revert=False, trust_remote_code=trust_remote_code)
 
 
 @patch_app.command("revert")
@@ -98,4 +130,11 @@ def revert_command(
 
     Example: loopfix patch revert stargraph-patched repair/stargraph --out stargraph-original
     """
+    if out.suffix.lower() == ".gguf":
+        from loopfix.atomic import OutputError
+
+        raise OutputError(
+            f"--out {out}: revert writes an HF folder, not a GGUF file; for a GGUF keep the "
+            "original file (re-quantized blocks need not decode to the original values)"
+        )
     _run(model, patch, out, revert=True, trust_remote_code=trust_remote_code)

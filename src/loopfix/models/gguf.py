@@ -29,6 +29,7 @@ from loopfix.atomic import atomic_folder
 from loopfix.models.errors import ModelLoadError
 
 if TYPE_CHECKING:
+    from gguf import GGUFReader
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "file_sha256",
     "is_gguf",
     "packaged_model_path",
+    "read_gguf",
 ]
 
 CACHE_DIR_VARIABLE = "LOOPFIX_CACHE_DIR"
@@ -111,8 +113,7 @@ def converted_folder(path: Path) -> Path:
     target = cache_dir() / "gguf" / file_sha256(path)
     if (target / "config.json").is_file():
         return target
-    _require_gguf_packages(path)
-    _check_readable(path)
+    read_gguf(path)
     # Everything is read before the cache is touched: a file that fails writes nothing.
     model, tokenizer = _dequantized(path), _tokenizer(path)
     # Cleared so save_pretrained writes plain weights ("quantized with gguf and is not
@@ -129,12 +130,16 @@ def converted_folder(path: Path) -> Path:
     return target
 
 
-def _check_readable(path: Path) -> None:
-    """Parse the header and tensor table, so a truncated or corrupt file gets a clear error."""
+def read_gguf(path: Path) -> GGUFReader:
+    """The parsed header and tensor table (data memory-mapped); a truncated or corrupt file
+    raises ModelLoadError naming it."""
     from gguf import GGUFReader
 
+    if not path.is_file():
+        raise ModelLoadError(f"GGUF file {path} does not exist")
+    _require_gguf_packages(path)
     try:
-        GGUFReader(path)
+        return GGUFReader(path)
     except (ValueError, KeyError, IndexError, OSError, struct.error) as error:
         raise ModelLoadError(
             f"{path} is not a readable GGUF file (truncated or corrupt?): {_first_line(error)}"

@@ -22,6 +22,7 @@ __all__ = [
     "TESTBED_PREFIX",
     "ModelLoadError",
     "bundled_testbeds",
+    "gguf_source",
     "load_model",
     "resolve_device",
     "resolve_dtype",
@@ -87,6 +88,16 @@ def resolve_model_path(spec: str | Path) -> str:
     if isinstance(spec, Path) or _looks_like_path(text):
         raise ModelLoadError(f"model folder {path} does not exist")
     return text
+
+
+def gguf_source(spec: str | Path) -> Path | None:
+    """The GGUF file a spec names (a `.gguf` path, or `loopfix:NAME` of a packaged GGUF), or
+    None for a folder, a testbed or a hub id."""
+    text = str(spec)
+    if text.startswith(TESTBED_PREFIX) and text.removeprefix(TESTBED_PREFIX) in PACKAGED_MODELS:
+        return packaged_model_path(text.removeprefix(TESTBED_PREFIX))
+    path = Path(text).expanduser()
+    return path if is_gguf(path) and not path.is_dir() else None
 
 
 def _testbed_path(name: str) -> Path:

@@ -22,6 +22,7 @@ __all__ = [
     "decoder_layers",
     "down_proj",
     "num_layers",
+    "oriented",
     "residual_width",
     "token_mixer",
     "write_matrix",
@@ -94,7 +95,11 @@ def write_matrix(module: nn.Module, orientation: Orientation) -> torch.Tensor:
     A detached view of the parameter: editing it edits the model in place, and needs no
     torch.no_grad() because autograd does not track it.
     """
-    weight = module.get_parameter("weight").detach()
+    return oriented(module.get_parameter("weight").detach(), orientation)
+
+
+def oriented(weight: torch.Tensor, orientation: Orientation) -> torch.Tensor:
+    """A weight tensor as its [residual_width, n_inputs] view (shares storage with `weight`)."""
     if orientation == "out_in":
         return weight
     if orientation == "in_out":

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from loopfix.errors import LoopfixError
+from loopfix.models.modules import oriented
 from loopfix.patch.format import ColumnEdit, Patch, PatchFormatError
 from loopfix.patch.hashing import tensor_sha256
 from loopfix.patch.sites import write_view
@@ -26,7 +27,14 @@ from loopfix.patch.sites import write_view
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["PatchHandle", "PatchMismatchError", "apply_patch", "patched", "revert_patch"]
+__all__ = [
+    "PatchHandle",
+    "PatchMismatchError",
+    "apply_patch",
+    "edited_tensor",
+    "patched",
+    "revert_patch",
+]
 
 _State = Literal["before", "after"]
 
@@ -36,17 +44,21 @@ class PatchMismatchError(LoopfixError, ValueError):
 
 
 def _check(model: nn.Module, edit: ColumnEdit, expected: _State) -> None:
-    other: _State = "after" if expected == "before" else "before"
     try:
         parameter = model.get_parameter(edit.name)
     except AttributeError:
         raise PatchMismatchError(f"the model has no tensor {edit.name!r}") from None
-    if tuple(parameter.shape) != edit.shape or str(parameter.dtype) != edit.dtype:
+    _check_tensor(parameter, edit, expected)
+
+
+def _check_tensor(tensor: torch.Tensor, edit: ColumnEdit, expected: _State) -> None:
+    other: _State = "after" if expected == "before" else "before"
+    if tuple(tensor.shape) != edit.shape or str(tensor.dtype) != edit.dtype:
         raise PatchMismatchError(
-            f"{edit.name} is {tuple(parameter.shape)} {parameter.dtype}; the patch expects "
+            f"{edit.name} is {tuple(tensor.shape)} {tensor.dtype}; the patch expects "
             f"{edit.shape} {edit.dtype} (load the model in the patch's dtype)"
         )
-    digest = tensor_sha256(parameter)
+    digest = tensor_sha256(tensor)
     if digest == getattr(edit, f"sha256_{expected}"):
         return
     hint = (
@@ -62,8 +74,20 @@ def _check(model: nn.Module, edit: ColumnEdit, expected: _State) -> None:
 
 
 def _write(model: nn.Module, edit: ColumnEdit, state: _State) -> None:
-    view = write_view(model, edit.name, edit.orientation)
+    _write_into(write_view(model, edit.name, edit.orientation), edit, state)
+
+
+def _write_into(view: torch.Tensor, edit: ColumnEdit, state: _State) -> None:
     view[:, edit.columns.to(view.device)] = getattr(edit, state).to(view.device)
+
+
+def _inconsistent(target: _State, error: PatchMismatchError) -> PatchFormatError:
+    # The tensor matched the source hash and the stored columns passed their own checksums,
+    # so it is the manifest's target hash that is wrong.
+    return PatchFormatError(
+        f"the patch file is inconsistent: writing its {target!r} columns gives another tensor "
+        f"than its {target!r} hash ({error}); re-create the patch"
+    )
 
 
 def _move(model: nn.Module, patch: Patch, source: _State, target: _State) -> None:
@@ -79,12 +103,7 @@ def _move(model: nn.Module, patch: Patch, source: _State, target: _State) -> Non
             try:
                 _check(model, edit, target)
             except PatchMismatchError as error:
-                # The model matched the source hash and the stored columns passed their own
-                # checksums, so it is the manifest's target hash that is wrong.
-                raise PatchFormatError(
-                    f"the patch file is inconsistent: writing its {target!r} columns gives "
-                    f"another tensor than its {target!r} hash ({error}); re-create the patch"
-                ) from error
+                raise _inconsistent(target, error) from error
     except BaseException:
         for edit in reversed(written):
             _write(model, edit, source)
@@ -119,6 +138,19 @@ def apply_patch(model: nn.Module, patch: Patch) -> PatchHandle:
     """Apply in place after checking the "before" hashes; all tensors change or none does."""
     _move(model, patch, "before", "after")
     return PatchHandle(model, patch)
+
+
+def edited_tensor(tensor: torch.Tensor, edit: ColumnEdit) -> torch.Tensor:
+    """A copy of one touched tensor (named `edit.name`, in the model's layout and dtype) with
+    the edit applied; refused unless its hash is the patch's "before" and the copy's "after"."""
+    _check_tensor(tensor, edit, "before")
+    edited = tensor.detach().clone()
+    _write_into(oriented(edited, edit.orientation), edit, "after")
+    try:
+        _check_tensor(edited, edit, "after")
+    except PatchMismatchError as error:
+        raise _inconsistent("after", error) from error
+    return edited
 
 
 @contextmanager
