@@ -169,6 +169,15 @@ def test_bad_source_choices_are_one_line_errors(
     assert not (tmp_path / "out").exists()
 
 
+def test_the_testbed_source_refuses_a_model_without_a_teacher(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    arguments = ["repair", str(tiny_folder), "--source", "testbed", "--out", str(tmp_path)]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 2
+    assert "is not a star-graph testbed" in " ".join(result.output.split())
+
+
 def test_repair_runs_end_to_end_on_rescue_branches(scanned: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     arguments = ["repair", MODEL, "--source", "rescue", "--records", str(scanned)]
