@@ -47,11 +47,11 @@ def test_repair_removes_exact_copies_but_is_rejected_under_the_one_loop_definiti
     # control does no better. Here that candidate alone on 400 verification prompts.
     config = RepairConfig(sites=("attn_out",), ks=(8,), alphas=(2.0,), prompts=400)
     verify = run_repair("loopfix:stargraph", tmp_path, config, report=lambda _: None)
-    rates = {arm: verify[arm]["loop_rate"] for arm in ("base", "patched", "random_control")}
-    assert not verify["accepted"], (verify["verdict"], rates)
-    assert "loops_fall_enough" in verify["verdict"], verify["verdict"]
+    rates = verify.loop_rate
+    assert not verify.accepted, (verify.verdict, rates)
+    assert "loops_fall_enough" in verify.verdict, verify.verdict
     assert rates["base"] >= 0.08, rates  # there are loops at T=0.6
     assert rates["patched"] > rates["base"] / 2, rates  # not halved
     assert rates["random_control"] >= rates["patched"], rates  # the control does no better
-    greedy = verify["by_temperature"]["0.0"]
+    greedy = verify.by_temperature["0.0"]
     assert greedy["patched"]["loop_rate"] < greedy["base"]["loop_rate"], greedy

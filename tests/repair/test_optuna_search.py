@@ -17,12 +17,12 @@ from loopfix.models import load_model
 from loopfix.patch import build_patch
 from loopfix.repair import RepairConfig, run_repair
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.branches import make_pairs, normal_walks
 from loopfix.repair.candidates import candidate_grid
 from loopfix.repair.directions import mean_difference_directions
 from loopfix.repair.optuna_search import Scored, optuna_search
 from loopfix.repair.probe import class_means
 from loopfix.repair.scoring import ProxyScore, Scorer
+from loopfix.repair.sources.testbed import make_pairs, normal_walks
 
 # Layer 0's o_proj carries the testbed's copy mode (docs/repair.md); layer 2 is the runner-up.
 LAYERS = [0, 2]
@@ -148,7 +148,7 @@ def test_the_pareto_front_goes_through_screening_and_verification(tmp_path: Path
     )
     result = run_repair("loopfix:stargraph", tmp_path, small, report=lambda line: None)
     verify = json.loads((tmp_path / "verify.json").read_text())
-    assert verify["accepted"] == result["accepted"]
+    assert verify["accepted"] == result.accepted
     assert verify["config"]["search"] == "optuna" and verify["search"]["candidates"] == 8
     top, screened = verify["search"]["top"], verify["screening"]
     # The two best of the ranked trials were screened by generation on the 50 causal prompts,

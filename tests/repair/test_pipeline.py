@@ -13,7 +13,7 @@ def test_repair_writes_verify_json_and_a_revertible_patch(tmp_path: Path) -> Non
     lines: list[str] = []
     result = run_repair("loopfix:stargraph", tmp_path, SMALL_TESTBED_REPAIR, report=lines.append)
     verify = json.loads((tmp_path / "verify.json").read_text())
-    assert verify["accepted"] == result["accepted"]
+    assert verify["accepted"] == result.accepted
     for arm in ("base", "patched", "random_control"):
         assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
         assert verify[arm]["n"] == 50

@@ -45,7 +45,7 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     config = SMALL.model_copy(update={"suite": "arith", "records": scan.out / "records.jsonl"})
     result = run_repair(str(tiny_folder), tmp_path / "out", config, report=lambda line: None)
     verify = json.loads((tmp_path / "out" / "verify.json").read_text())
-    assert verify["accepted"] == result["accepted"]
+    assert verify["accepted"] == result.accepted
     for arm in ("base", "patched", "random_control"):
         assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
         assert verify[arm]["n"] == verify["branches"]["prompts"]["verify"] == 4
@@ -53,7 +53,7 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     assert {"kl", "rescues", "regressions", "touched_fraction", "accepted"} <= verify.keys()
     assert verify["config"]["positions"] == "mode"  # no star-graph decision states in text
     branches = verify["branches"]
-    assert branches["source"] == "scan records" and branches["records"] == str(config.records)
+    assert branches["source"] == "scan" and branches["records"] == str(config.records)
     assert branches["prompts"] == {"train": 8, "causal": 4, "verify": 4}
     assert 0 < branches["train"]["pairs"] <= 8 and 0 < branches["heldout"]["pairs"] <= 8
     # The decision follows from the numbers, check by check.

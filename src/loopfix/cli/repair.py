@@ -33,6 +33,7 @@ def repair_command(
     positions: str = option(RepairConfig, "positions"),
     batch_size: int = option(RepairConfig, "batch_size"),
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
+    source: str | None = option(RepairConfig, "source"),
     suite: str | None = option(RepairConfig, "suite"),
     n: int | None = option(RepairConfig, "n"),
     records: Path | None = option(RepairConfig, "records"),
@@ -42,7 +43,8 @@ def repair_command(
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).
 
     Examples: loopfix repair loopfix:stargraph --out repair/stargraph;
-    loopfix repair Qwen/Qwen3-0.6B --suite arith --n 200 --max-new-tokens 512 --batch-size 8
+    loopfix repair Qwen/Qwen3-0.6B --suite arith --n 200 --max-new-tokens 512 --batch-size 8;
+    loopfix repair loopfix:smollm2 --source rescue --suite arith
     """
     import torch
 
@@ -64,4 +66,4 @@ def repair_command(
         trust_remote_code=trust_remote_code,
     )
     console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
-    console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result['patch']}")
+    console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result.patch}")

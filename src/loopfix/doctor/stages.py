@@ -37,7 +37,6 @@ __all__ = [
     "scan_config",
 ]
 
-_ARMS = ("base", "patched", "random_control")
 CONSISTENCY_PROMPTS = 8
 """Prompts of the doctor's consistency stage: each check runs them several times over (seeds x
 temperatures, three batch sizes), and a first divergence needs only one prompt to show."""
@@ -207,16 +206,16 @@ def repair_stage(
     except RepairInputError as error:
         return RepairStage.not_run(str(error))
     return RepairStage(
-        accepted=verify["accepted"],
-        verdict=verify["verdict"],
-        verify=str(folder / "verify.json"),
+        accepted=verify.accepted,
+        verdict=verify.verdict,
+        verify=str(verify.verify_json),
         folder=str(folder),
-        temperature=verify["temperature"],
-        n=verify["n"],
-        loop_rate={arm: verify[arm]["loop_rate"] for arm in _ARMS},
-        accuracy={arm: verify[arm]["accuracy"] for arm in _ARMS},
-        kl=verify["kl"],
-        touched_fraction=verify["touched_fraction"],
-        patch=verify["patch"],
+        temperature=verify.temperature,
+        n=verify.n,
+        loop_rate=verify.loop_rate,
+        accuracy=verify.accuracy,
+        kl=verify.kl,
+        touched_fraction=verify.touched_fraction,
+        patch=str(verify.patch),
         skipped=None,
     )

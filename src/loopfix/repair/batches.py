@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from loopfix.repair.branches import BranchPair
+from loopfix.repair.sources.base import BranchPair
 
 __all__ = ["ProbeBatch", "branch_batches", "make_batches", "walk_batches"]
 

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.records import Temperature
 
-__all__ = ["RepairConfig"]
+__all__ = ["RepairConfig", "SourceName"]
+
+SourceName = Literal["testbed", "scan", "rescue", "outcome"]
 
 
 class RepairConfig(BaseModel):
@@ -83,6 +85,13 @@ class RepairConfig(BaseModel):
         "decision",
         description="branch states probed: 'mode' = every state after the first copy; "
         "'decision' = only the arm choices at the root after the first copy",
+    )
+    source: SourceName | None = Field(
+        None,
+        description="where the branch pairs come from: 'testbed' (the star-graph teacher), "
+        "'scan' (loop vs non-looping resample), 'rescue' (loop vs the engine's rescue at its "
+        "first repeat, greedy and sampled) or 'outcome' (looping vs converging runs, a "
+        "baseline); None: 'testbed' without a suite or records, 'scan' with them",
     )
     suite: str | None = Field(
         None,

@@ -1,11 +1,10 @@
 """`run_repair`: find a loop direction, edit a few columns, prove it helps, write the patch.
 
 Steps (each prints its time and the peak memory so far):
-1. branches: matched pairs (equal length, no EOS; `inputs.py`): on a testbed, copy the last
-   excursion vs explore, training and held-out pairs from different seeds, plus normal teacher
-   walks for the KL check; with a suite, from scan records (`scan_branches.py`): the loop as
-   generated vs a non-looping resample of its prefix, training and held-out prompts apart, and
-   non-looping held-out samples for the KL check.
+1. branches: matched pairs (equal length, no EOS), normal text for the KL check and the
+   verification's prompt sets, from a source (`sources/`): the testbed teacher (copy the last
+   excursion vs explore), or scan records (the loop vs a non-looping resample, vs the engine's
+   rescue, or looping vs converging runs), training and held-out prompts kept apart.
 2. probe + directions: per layer u = normalise(mean repetitive - mean productive) over the
    training pairs' states, with the separation along u and cosines between layers.
 3. search: every candidate (site x layer set x k x alpha) scored without generating on the
@@ -35,7 +34,6 @@ from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.patch.edit import write_strength
 from loopfix.patch.sites import site_module
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.branches import BranchPair
 from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
 from loopfix.repair.causal import causal_check
 from loopfix.repair.config import RepairConfig
@@ -46,12 +44,15 @@ from loopfix.repair.directions import (
     mean_difference_directions,
     random_directions,
 )
-from loopfix.repair.inputs import repair_inputs
 from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.probe import ClassMeans, class_means, projections
 from loopfix.repair.report import render_report
+from loopfix.repair.result import RepairResult
+from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.scoring import ProxyScore, Scorer
+from loopfix.repair.sources import BranchPair, RepairSource, source_for
 from loopfix.repair.stages import StageClock
+from loopfix.repair.verification import Verifier
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -146,16 +147,22 @@ def _search(
 
 def run_repair(
     model_spec: str,
-    out: Path,
+    out: Path | str,
     config: RepairConfig | None = None,
     report: Callable[[str], None] = print,
     trust_remote_code: bool = False,
-) -> dict[str, Any]:
+    source: RepairSource | None = None,
+) -> RepairResult:
+    """Repair `model_spec`'s loops into `out` (patch, verify.json, report.md). `source` builds
+    the branches, normal text and prompt sets; None: the one `config.source` names."""
+    out = Path(out)
     check_output_path(out, folder=True)
+    config = config or RepairConfig()
+    source = source or source_for(config)  # a bad choice fails before the model is loaded
     clock = StageClock(report)
     with clock.stage("load"):
         model, tokenizer = load_model(model_spec, device="cpu", trust_remote_code=trust_remote_code)
-    inputs = repair_inputs(model, tokenizer, model_spec, Path(out), config or RepairConfig(), clock)
+    inputs = source.build(model, tokenizer, model_spec, out, config, clock)
     config, heldout, pad_id = inputs.config, inputs.heldout, inputs.pad_id
     with clock.stage("probe+directions"):
         directions, contributions = find_directions(model, inputs.train, config, pad_id)
@@ -171,7 +178,10 @@ def run_repair(
     controls = random_directions(
         len(decoder_layers(model)), residual_width(model), config.control_seed
     )
-    verifier = inputs.verifier
+    prompts = ScanPrompts(
+        model, tokenizer, inputs.scan, inputs.prompt_sets, config, out / "verification"
+    )
+    verifier = Verifier(model, prompts, config)
     with clock.stage("causal check"):
         top = ranked[0][0]
         causal = causal_check(
@@ -194,7 +204,7 @@ def run_repair(
     )
     result.update(
         model=model_spec,
-        branches=inputs.summary,
+        branches=inputs.description,
         directions={"layers": directions.to_dict(), "sites": contributions},
         search={
             "candidates": len(ranked),
@@ -206,9 +216,9 @@ def run_repair(
     with clock.stage("write"):
         _write(model, model_spec, chosen, result, directions, out)
     result["timing"] = clock.to_dict()
-    write_json_atomic(Path(out) / "verify.json", result)
-    write_text_atomic(Path(out) / "report.md", render_report(result))
-    return result
+    write_json_atomic(out / "verify.json", result)
+    write_text_atomic(out / "report.md", render_report(result))
+    return RepairResult.from_verify(result, out)
 
 
 def _write(

@@ -23,16 +23,16 @@ def _row(temperature: str, arm: str, data: dict[str, Any]) -> str:
 
 
 def _branches(branches: dict[str, Any]) -> list[str]:
-    """What the scan path built its branches from (the testbed's come from its teacher)."""
-    if branches["source"] != "scan records":
-        return []
+    """What a records source built its branches from (the testbed's come from its teacher)."""
+    if "records" not in branches:
+        return [f"Branches: {branches['method']}.", ""]
     train, heldout = branches["train"], branches["heldout"]
     return [
-        f"Branches from {branches['records']}: prompts {branches['prompts']}; training pairs "
-        f"{train['pairs']} of {train['looping_samples']} looping samples (dropped "
-        f"{train['dropped']}), held-out pairs {heldout['pairs']} of "
-        f"{heldout['looping_samples']} (dropped {heldout['dropped']}); KL on "
-        f"{branches['normal']} {branches['normal_source']}.",
+        f"Branches from {branches['records']} (source {branches['source']}: "
+        f"{branches['method']}): prompts {branches['prompts']}; training pairs {train['pairs']} of "
+        f"{train['looping_samples']} looping samples (dropped {train['dropped']}), held-out "
+        f"pairs {heldout['pairs']} of {heldout['looping_samples']} (dropped "
+        f"{heldout['dropped']}); KL on {branches['normal']} {branches['normal_source']}.",
         "",
     ]
 

@@ -1,4 +1,5 @@
-"""The scan records a repair on any model builds its branches from, and its prompt roles.
+"""The scan records the text sources (`scan`, `rescue`, `outcome`) build from, their prompt
+roles, and what those sources share (`RecordsSource`): each differs only in how it makes pairs.
 
 Records come from a `loopfix scan` run (its `records.jsonl` with the `scan.json` beside it) or
 from a scan the repair runs itself. The suite's prompts are rendered again with the model's
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +26,24 @@ from loopfix.models import ModelLoadError, resolve_model_path
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
+from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
+from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.summary import is_loop
 from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["ScanRecords", "own_scan", "read_records", "split_prompts"]
+__all__ = [
+    "RecordsSource",
+    "ScanRecords",
+    "normal_texts",
+    "own_scan",
+    "read_records",
+    "split_prompts",
+]
 
 
 @dataclass(frozen=True)
@@ -167,3 +179,121 @@ def split_prompts(prompt_ids: Sequence[str], seed: int) -> dict[str, list[str]]:
     half = len(order) // 2
     held_out = order[half:]
     return {"train": order[:half], "causal": held_out[0::2], "verify": held_out[1::2]}
+
+
+def normal_texts(records: ScanRecords, prompt_ids: Sequence[str], count: int) -> list[NormalText]:
+    """(prompt + generated tokens, prompt length) of up to `count` samples of `prompt_ids` that
+    did not loop: the normal text of the KL check."""
+    wanted = set(prompt_ids)
+    texts = [
+        (records.prompts[s.prompt_id] + list(s.tokens), len(records.prompts[s.prompt_id]))
+        for s in records.samples
+        if s.prompt_id in wanted and s.tokens and s.finish_reason != "error" and not is_loop(s)
+    ]
+    return texts[:count]
+
+
+class RecordsSource(ABC):
+    """A source that builds its pairs from scan records (the repair's own scan of `suite` into
+    OUT/scan, or `records`): prompts are split into roles before anything else, training pairs
+    come from the "train" prompts, held-out pairs, normal text and both prompt sets from the
+    others."""
+
+    name: str
+    method: str  # how a pair is made, for verify.json and the report
+
+    @abstractmethod
+    def pairs(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        records: ScanRecords,
+        prompt_ids: Sequence[str],
+        repeats: int,
+        count: int,
+        seed: int,
+        config: RepairConfig,
+    ) -> tuple[list[BranchPair], dict[str, Any]]:
+        """Up to `count` pairs from the samples of `prompt_ids`, and counts: looping samples,
+        pairs, and the samples or pairs dropped by reason."""
+
+    def build(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        model_spec: str,
+        out: Path,
+        config: RepairConfig,
+        clock: StageClock,
+    ) -> SourceInputs:
+        assert config.suite is not None or config.records is not None  # `source_for` checks
+        # The testbed's "decision" states (arm choices after `back root`) do not exist in text.
+        config = config.model_copy(update={"positions": "mode"})
+        path = config.records
+        if path is None:
+            with clock.stage("scan"):
+                path = own_scan(model, tokenizer, model_spec, out, config)
+        with clock.stage("branches"):
+            records = read_records(path, config.suite, model_spec, tokenizer)
+            if not any(is_loop(sample) for sample in records.samples):
+                raise RepairInputError(
+                    f"{records.path} holds no looping sample (loopfix.scan.summary.is_loop), so "
+                    "there is no loop to build branches from: scan more prompts (--n) or at "
+                    "temperatures where the model loops"
+                )
+            roles = split_prompts(list(records.items), config.branch_seed)
+            heldout_ids = roles["causal"] + roles["verify"]
+            train, train_counts = self.pairs(
+                model,
+                tokenizer,
+                records,
+                roles["train"],
+                config.repeats,
+                config.train_pairs,
+                config.branch_seed,
+                config,
+            )
+            heldout, heldout_counts = self.pairs(
+                model,
+                tokenizer,
+                records,
+                heldout_ids,
+                config.proxy_repeats,
+                config.heldout_pairs,
+                config.branch_seed + 1,
+                config,
+            )
+            normal = normal_texts(records, heldout_ids, config.kl_walks)
+            normal_source = "non-looping held-out samples"
+            if not normal:  # every held-out sample loops: the productive branches are the text
+                normal = [
+                    (p.prefix + p.productive, len(p.prefix)) for p in heldout[: config.kl_walks]
+                ]
+                normal_source = "productive branches of held-out prompts"
+        description = {
+            "source": self.name,
+            "method": self.method,
+            "unit": "samples",
+            "records": str(records.path),
+            "scan": records.config.identity(),
+            "prompts": {role: len(ids) for role, ids in roles.items()},
+            "train": train_counts,
+            "heldout": heldout_counts,
+            "normal": len(normal),
+            "normal_source": normal_source,
+        }
+        if not train or not heldout:
+            raise RepairInputError(
+                f"cannot search for a loop direction: too few {self.name} branch pairs "
+                f"(training prompts: {train_counts}; held-out prompts: {heldout_counts}). Scan "
+                "more prompts (--n) or at temperatures where the model loops."
+            )
+        items = records.items
+        prompt_sets = {
+            "causal": [items[i] for i in roles["causal"][: config.causal_prompts]],
+            "verify": [items[i] for i in roles["verify"][: config.prompts]],
+        }
+        pad_id = int(tokenizer.pad_token_id or 0)
+        return SourceInputs(
+            config, train, heldout, normal, pad_id, prompt_sets, records.config, description
+        )

@@ -1,6 +1,7 @@
 from loopfix.lab.stargraph import BACK_ID, EOS_ID
 from loopfix.lab.train import TrainConfig
-from loopfix.repair.branches import decision_offsets, make_pairs, normal_walks
+from loopfix.repair.sources.base import decision_offsets
+from loopfix.repair.sources.testbed import make_pairs, normal_walks
 
 
 def test_pairs_are_matched_copy_versus_explore() -> None:

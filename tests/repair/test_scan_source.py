@@ -1,4 +1,4 @@
-"""Branch pairs from the records of real scans: a tiny random llama loops at greedy."""
+"""The scan source's pairs from the records of real scans: a tiny random llama loops at greedy."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -8,13 +8,15 @@ import pytest
 from loopfix.detect import detect_text
 from loopfix.models import load_model
 from loopfix.records import Sample
-from loopfix.repair import RepairInputError
-from loopfix.repair.scan_branches import MIN_BRANCH_TOKENS, loop_location, normal_texts, scan_pairs
-from loopfix.repair.scan_records import ScanRecords, read_records, split_prompts
+from loopfix.repair import RepairConfig, RepairInputError
+from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, loop_location
+from loopfix.repair.sources.records import ScanRecords, normal_texts, read_records, split_prompts
+from loopfix.repair.sources.scan import ScanSource
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.detection import scan_detect_config
 
 CAP = 40
+GENERATION = RepairConfig(gen_batch_size=8)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,9 @@ def test_pairs_cut_each_loop_at_its_first_repeat(tiny_folder: Path, scanned: Pat
             for s in records.samples
             if s.prompt_id == prompt_id and s.settings["temperature"] == 0
         )
-        pairs, counts = scan_pairs(model, tokenizer, records, [prompt_id], 3, 10, 1, 8)
+        pairs, counts = ScanSource().pairs(
+            model, tokenizer, records, [prompt_id], 3, 10, 1, GENERATION
+        )
         assert counts["looping_samples"] >= 1  # the greedy sample loops
         location = loop_location(greedy, tokenizer)
         assert location is not None
@@ -87,7 +91,7 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     records = ScanRecords(
         Path("records.jsonl"), ScanConfig(model="m"), [sample], {}, {"p": [5, 6, 7]}
     )
-    pairs, counts = scan_pairs(model, tokenizer, records, ["p"], 3, 4, 0, 8)
+    pairs, counts = ScanSource().pairs(model, tokenizer, records, ["p"], 3, 4, 0, GENERATION)
     assert counts == {"looping_samples": 1, "pairs": 1, "dropped": {"no_non_looping_resample": 0}}
     (pair,) = pairs
     # Prefix: prompt + the unit stated once; branch: the next 16 generated tokens (no EOS).
@@ -97,7 +101,7 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     rewritten = replace(sample, text="reasoning\n</think>\n\n" + sample.text)
     assert loop_location(rewritten, tokenizer) is None
     records = replace(records, samples=[rewritten])
-    _, counts = scan_pairs(model, tokenizer, records, ["p"], 3, 4, 0, 8)
+    _, counts = ScanSource().pairs(model, tokenizer, records, ["p"], 3, 4, 0, GENERATION)
     assert counts["pairs"] == 0 and counts["dropped"]["loop_not_located"] == 1
 
 

@@ -1,18 +1,15 @@
-"""Matched branch pairs from scan records: the loop as generated vs a non-looping resample.
+"""A looping record cut at its branch point, and continuations of that point through the decode
+engine: what the `scan` and `rescue` sources share.
 
 For a looping sample the branch point is the start of the loop's first repeat, `onset + period`
 (`LoopVerdict.onset` is the first token of the unit's first copy). The prefix (prompt + the
 tokens generated before the branch point) then holds the unit once, as the testbed's prefix holds
 the excursion once, so the two branches differ in "copy it again or not" rather than in what to
-say first:
-- repetitive: the tokens the model generated from the branch point (`repeats` periods, at least
-  `MIN_BRANCH_TOKENS`, as many as there are);
-- productive: a resample of the same prefix at temperature `RESAMPLE_TEMPERATURE` with the
-  repeat's first token banned at the first step and EOS banned throughout, kept only when the
-  detector finds no loop in it (up to `RESAMPLE_TRIES` draws; otherwise the pair is dropped).
-Both are equally long and open-ended (no EOS): the pair is matched on termination, so a direction
-learnt from it cannot be "keep going vs stop" (the feasibility study's trap). States are probed
-from the second period of the branch on (`skip`): the repetition mode shows from the second copy.
+say first. The repetitive branch is what the model generated from the branch point (`repeats`
+periods, at least `MIN_BRANCH_TOKENS`, as many as there are); states are probed from its second
+period on (`skip`): the repetition mode shows from the second copy. A continuation of the same
+prefix bans the repeat's first token at its first step - the rescue guard's move after rolling
+back to the repeat (`loopfix.guards.rescue`, `at="repeat"`) - so it differs from the loop there.
 """
 
 from __future__ import annotations
@@ -29,27 +26,25 @@ from loopfix.detect import DetectConfig, LoopVerdict, detect_text
 from loopfix.guards.base import Guard, GuardParams, Row
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, Sample
-from loopfix.repair.branches import BranchPair
-from loopfix.repair.scan_records import ScanRecords
+from loopfix.repair.sources.records import ScanRecords
 from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.summary import is_loop
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
 __all__ = [
     "MIN_BRANCH_TOKENS",
-    "RESAMPLE_TEMPERATURE",
-    "RESAMPLE_TRIES",
+    "Loop",
+    "continue_loops",
+    "eos_ids",
     "loop_location",
-    "normal_texts",
-    "scan_pairs",
+    "loops_again",
+    "looping_records",
 ]
 
 MIN_BRANCH_TOKENS = 16
 """Shortest branch: a loop of period 1 or 2 still gives the probe and the detector something."""
-RESAMPLE_TEMPERATURE = 1.0
-RESAMPLE_TRIES = 4
 
 
 def _decoded_length(tokenizer: Any, tokens: Sequence[int]) -> int:
@@ -90,23 +85,28 @@ def loop_location(sample: Sample, tokenizer: Any) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True)
-class _Loop:
+class Loop:
     prompt: list[int]
     before: list[int]  # generated tokens up to the branch point: the unit stated once
     repetitive: list[int]
     period: int
+    horizon: int  # tokens the sample generated from the branch point on (EOS left out)
+
+    @property
+    def prefix(self) -> list[int]:
+        return self.prompt + self.before
 
 
-def _eos_ids(model: PreTrainedModel, tokenizer: Any) -> list[int]:
+def eos_ids(model: PreTrainedModel, tokenizer: Any) -> list[int]:
     ids = {tokenizer.eos_token_id}
     configured = model.generation_config.eos_token_id
     ids |= set(configured) if isinstance(configured, list) else {configured}
     return sorted(i for i in ids if i is not None)
 
 
-def _find_loop(
+def _cut(
     sample: Sample, prompt: list[int], repeats: int, tokenizer: Any, eos: Sequence[int]
-) -> _Loop | str:
+) -> Loop | str:
     """The sample's loop cut at the branch point, or why it gives no pair."""
     location = loop_location(sample, tokenizer)
     if location is None:
@@ -119,11 +119,35 @@ def _find_loop(
     length = min(len(generated) - point, max(repeats * period, MIN_BRANCH_TOKENS))
     if length < 2 * period:
         return "loop_too_short"  # no second period to probe after the skip
-    return _Loop(prompt, generated[:point], generated[point : point + length], period)
+    repetitive = generated[point : point + length]
+    return Loop(prompt, generated[:point], repetitive, period, len(generated) - point)
+
+
+def looping_records(
+    records: ScanRecords,
+    prompt_ids: Sequence[str],
+    repeats: int,
+    tokenizer: Any,
+    eos: Sequence[int],
+) -> tuple[list[Loop], int, Counter[str]]:
+    """The loops of the looping samples (the one loop definition, `is_loop`) of `prompt_ids`,
+    cut at their branch points; how many samples looped; why the others gave no loop."""
+    wanted = set(prompt_ids)
+    looping = [s for s in records.samples if s.prompt_id in wanted and is_loop(s)]
+    dropped: Counter[str] = Counter()
+    loops: list[Loop] = []
+    for sample in looping:
+        found = _cut(sample, records.prompts[sample.prompt_id], repeats, tokenizer, eos)
+        if isinstance(found, str):
+            dropped[found] += 1
+        else:
+            loops.append(found)
+    return loops, len(looping), dropped
 
 
 class _BranchBan(Guard):
-    """EOS at every step, and at the first step the token each prefix's loop repeated with."""
+    """At the first step the token each prefix's loop repeated with; EOS at every step when
+    `eos` is given."""
 
     name = "branch-ban"
     Params = GuardParams
@@ -136,37 +160,37 @@ class _BranchBan(Guard):
         return None
 
     def adjust(self, row: Row, logits: torch.Tensor) -> None:
-        logits[self.eos] = -float("inf")
+        if self.eos:
+            logits[self.eos] = -float("inf")
         if row.output_length == 0:
             logits[self.first[tuple(row.tokens)]] = -float("inf")
 
 
-def _resample(
+def continue_loops(
     model: PreTrainedModel,
     tokenizer: Any,
-    loops: Sequence[_Loop],
-    eos: list[int],
+    loops: Sequence[Loop],
+    lengths: Sequence[int],
+    temperature: float,
     seed: int,
     batch_size: int,
+    ban_eos: Sequence[int] = (),
 ) -> list[list[int]]:
-    """One continuation per loop, as long as its repetitive branch (EOS is banned, so every row
-    runs to the longest branch and is cut to its own length), through the decode engine."""
-    prefixes = [loop.prompt + loop.before for loop in loops]
-    first = {tuple(p): loop.repetitive[0] for p, loop in zip(prefixes, loops, strict=True)}
-    settings = DecodeSettings(
-        temperature=RESAMPLE_TEMPERATURE,
-        max_new_tokens=max(len(loop.repetitive) for loop in loops),
-    )
+    """One continuation per loop from its branch point, the repeat's first token banned at the
+    first step (and `ban_eos` throughout), of at most `lengths[i]` tokens; shorter only where
+    it ended (its EOS kept)."""
+    first = {tuple(loop.prefix): loop.repetitive[0] for loop in loops}
+    settings = DecodeSettings(temperature=temperature, max_new_tokens=max(lengths))
     drawn = generate(
         model,
         tokenizer,
-        prefixes,
+        [loop.prefix for loop in loops],
         settings,
         batch_size,
-        build_chain=lambda: GuardChain([_BranchBan(first, eos)]),
+        build_chain=lambda: GuardChain([_BranchBan(first, ban_eos)]),
         seeds=[seed + i for i in range(len(loops))],
     )
-    return [g.tokens[: len(loop.repetitive)] for g, loop in zip(drawn, loops, strict=True)]
+    return [g.tokens[:length] for g, length in zip(drawn, lengths, strict=True)]
 
 
 def _branch_detector(length: int) -> DetectConfig:
@@ -176,67 +200,7 @@ def _branch_detector(length: int) -> DetectConfig:
     return scan_detect_config(length).model_copy(update={"ngram": False})
 
 
-def _loops(tokenizer: Any, loop: _Loop, continuation: list[int]) -> bool:
+def loops_again(tokenizer: Any, loop: Loop, continuation: list[int]) -> bool:
+    """Whether the detector finds a loop in the unit's statement followed by `continuation`."""
     text = tokenizer.decode(loop.before + continuation, skip_special_tokens=True)
     return detect_text(text, tokenizer, _branch_detector(len(continuation))).looping
-
-
-def scan_pairs(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    records: ScanRecords,
-    prompt_ids: Sequence[str],
-    repeats: int,
-    count: int,
-    seed: int,
-    batch_size: int,
-) -> tuple[list[BranchPair], dict[str, Any]]:
-    """Up to `count` pairs from the looping samples of `prompt_ids`, and how many samples gave
-    none and why."""
-    wanted, eos = set(prompt_ids), _eos_ids(model, tokenizer)
-    looping = [s for s in records.samples if s.prompt_id in wanted and is_loop(s)]
-    dropped: Counter[str] = Counter()
-    loops: list[_Loop] = []
-    for sample in looping:
-        found = _find_loop(sample, records.prompts[sample.prompt_id], repeats, tokenizer, eos)
-        if isinstance(found, str):
-            dropped[found] += 1
-        else:
-            loops.append(found)
-    productive: dict[int, list[int]] = {}
-    for attempt in range(RESAMPLE_TRIES):
-        pending = [i for i in range(len(loops)) if i not in productive]
-        if not pending or len(productive) >= count:
-            break
-        chosen = [loops[i] for i in pending]  # a fresh draw per attempt: another seed
-        drawn = _resample(model, tokenizer, chosen, eos, seed + 7919 * attempt, batch_size)
-        for i, continuation in zip(pending, drawn, strict=True):
-            if not _loops(tokenizer, loops[i], continuation):
-                productive[i] = continuation
-    dropped["no_non_looping_resample"] += len(loops) - len(productive)
-    pairs = [
-        BranchPair(
-            prefix=loop.prompt + loop.before,
-            repetitive=loop.repetitive,
-            productive=productive[i],
-            skip=loop.period,
-        )
-        for i, loop in enumerate(loops)
-        if i in productive
-    ][:count]
-    counts = {"looping_samples": len(looping), "pairs": len(pairs), "dropped": dict(dropped)}
-    return pairs, counts
-
-
-def normal_texts(
-    records: ScanRecords, prompt_ids: Sequence[str], count: int
-) -> list[tuple[list[int], int]]:
-    """(prompt + generated tokens, prompt length) of up to `count` samples of `prompt_ids` that
-    did not loop: the normal text of the KL check."""
-    wanted = set(prompt_ids)
-    texts = [
-        (records.prompts[s.prompt_id] + list(s.tokens), len(records.prompts[s.prompt_id]))
-        for s in records.samples
-        if s.prompt_id in wanted and s.tokens and s.finish_reason != "error" and not is_loop(s)
-    ]
-    return texts[:count]
