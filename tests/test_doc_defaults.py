@@ -18,7 +18,9 @@ from loopfix.scan import ScanConfig
 from loopfix.scan.detection import paper_ngram
 from loopfix.serve.config import ServeConfig
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+CHECKPOINTS = ROOT / "src" / "loopfix" / "lab" / "checkpoints"
 GUARD_ROW = re.compile(
     r"^\| (`[a-z-]+\.[a-z_]+`(?: / `[a-z_]+`)*) \| (`[^|]+`(?: / `[^|]+`)*) \|", re.M
 )
@@ -115,3 +117,15 @@ def test_the_testbed_recipe_in_testbed_md_is_the_training_config() -> None:
         f"seed {config.seed}",
     ):
         assert stated in text, stated
+
+
+def test_the_bundled_checkpoint_numbers_in_testbed_md_are_their_training_records() -> None:
+    text = doc_text("testbed.md")
+    default, clean = (
+        json.loads((CHECKPOINTS / name / "training.json").read_text())
+        for name in ("stargraph", "stargraph-clean")
+    )
+    assert f"A {round(default['parameters'] / 1000)}k-parameter" in text
+    assert f"Realised share: {100 * default['looping_walk_share']:.2f}%" in text
+    minutes = [round(record["train_seconds"] / 60) for record in (default, clean)]
+    assert f"took {minutes[0]} min (`stargraph`) and {minutes[1]} min (`stargraph-clean`" in text
