@@ -1,7 +1,6 @@
 """The tables of docs/guards.md: loop, cut, accuracy and length per guard, paired with `none`.
 
     .venv/bin/python bench/bench_guard_outcomes.py testbed [--out runs/guards-testbed]
-    .venv/bin/python bench/bench_guard_outcomes.py smollm2 [--out runs/guards-smollm2]
     .venv-vllm/bin/python bench/bench_guard_outcomes.py testbed-vllm [--out runs/guards-vllm]
 
 Steps:
@@ -79,18 +78,6 @@ TABLES = {
         guards=["none", "dry", "ngram", "rescue", "cut"],
         guard_args=SHORT_SPAN,
         rescues_reported=False,
-    ),
-    "smollm2": Table(
-        scan={
-            "model": "loopfix:smollm2",
-            "suite": "sequence",
-            "n": 20,
-            "temperatures": [0.0],
-            "max_new_tokens": 128,
-            "device": "cpu",
-        },
-        guards=["none", "penalty", "dry", "ngram", "rescue", "cut"],
-        guard_args={},
     ),
 }
 
