@@ -129,3 +129,13 @@ def test_the_bundled_checkpoint_numbers_in_testbed_md_are_their_training_records
     assert f"Realised share: {100 * default['looping_walk_share']:.2f}%" in text
     minutes = [round(record["train_seconds"] / 60) for record in (default, clean)]
     assert f"took {minutes[0]} min (`stargraph`) and {minutes[1]} min (`stargraph-clean`" in text
+
+
+def test_every_source_docs_claims_md_names_exists() -> None:
+    text = (DOCS / "claims.md").read_text()
+    files = set(re.findall(r"`(?:[.a-z-]+/bin/python )?((?:tests|bench|scripts)/[\w/]+\.\w+)", text))
+    assert len(files) >= 10
+    for file in files:
+        assert (ROOT / file).is_file(), file
+    for file, test in re.findall(r"(tests/[\w/]+\.py)::(test_\w+)", text):
+        assert f"def {test}(" in (ROOT / file).read_text(), (file, test)
