@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_rescue_and_dry_remove_greedy_loops_without_regressions(tmp_path: Path) -> None:
-    # docs/guards.md: none loops 52% at T=0; dry 0% (48 rescued, 0 regressions); rescue 7%
-    # (41 rescued, 0 regressions). The same command on the first 60 of those prompts.
+    # docs/guards.md, under the one loop definition: none loops 47% at T=0; dry 0% (48
+    # rescued, 0 regressions); rescue 6% (41 rescued, 0 regressions). The same command
+    # (`bench/bench_guard_outcomes.py testbed`) on the first 60 of those prompts.
     scan = ScanConfig(
         model="loopfix:stargraph",
         n=60,
