@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loopfix.detect import DetectConfig, find_periodic_tail
+from loopfix.lab.config import LabEvalConfig
 from loopfix.lab.evaluate import evaluate_testbed
 from loopfix.models import load_model
 from loopfix.records import Sample, read_samples
@@ -61,9 +62,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="scan folder (default runs/eval-scan-NAME)")
     args = parser.parse_args()
     cap = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}
+    settings = LabEvalConfig(n=args.n, **cap)
     out = args.out or Path("runs") / f"eval-scan-{args.model.split(':')[-1]}"
     model, tokenizer = load_model(args.model, device="cpu")
-    evaluation = evaluate_testbed(model, tokenizer, n=args.n, out=out, **cap)
+    evaluation = evaluate_testbed(model, tokenizer, settings, out=out)
     temperatures = [setting.temperature for setting in evaluation.settings]
     table = rates(list(read_samples(out / "records.jsonl")), evaluation.max_new_tokens)
     print(f"| {args.model} | " + " | ".join(f"T={t:g}" for t in temperatures) + " |")

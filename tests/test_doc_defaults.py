@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from loopfix.consistency.config import ConsistencyConfig
 from loopfix.detect import DetectConfig
 from loopfix.guards.registry import GUARDS
-from loopfix.lab.train import TrainConfig
+from loopfix.lab.config import TrainConfig
 from loopfix.scan import ScanConfig
 from loopfix.scan.detection import paper_ngram
 from loopfix.serve.config import ServeConfig

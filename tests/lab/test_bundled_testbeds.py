@@ -5,6 +5,7 @@ Measured here on real generations every run; nothing is read from a stored resul
 
 import pytest
 
+from loopfix.lab.config import LabEvalConfig
 from loopfix.lab.evaluate import LabEvaluation, evaluate_testbed
 from loopfix.models import load_model
 
@@ -16,7 +17,7 @@ def evaluations() -> dict[str, LabEvaluation]:
     results = {}
     for name in ("stargraph", "stargraph-clean"):
         model, tokenizer = load_model(f"loopfix:{name}", device="cpu")
-        results[name] = evaluate_testbed(model, tokenizer, n=1000, temperatures=(0.0, 0.6, 1.0))
+        results[name] = evaluate_testbed(model, tokenizer, LabEvalConfig(n=1000))
     return results
 
 

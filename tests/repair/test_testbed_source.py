@@ -1,5 +1,5 @@
+from loopfix.lab.config import TrainConfig
 from loopfix.lab.stargraph import BACK_ID, EOS_ID
-from loopfix.lab.train import TrainConfig
 from loopfix.repair.sources.base import decision_offsets
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
 

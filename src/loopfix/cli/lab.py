@@ -15,6 +15,8 @@ from loopfix.cli.common import (
     parse_temperatures,
     progress_bar,
 )
+from loopfix.cli.options import build, option
+from loopfix.lab.config import LabEvalConfig, TrainConfig
 
 lab_app = typer.Typer(
     help="The bundled star-graph testbed: train it, evaluate it.", no_args_is_help=True
@@ -57,15 +59,16 @@ def train_command(
     variant: str = typer.Option(
         "stargraph", help="stargraph (2% looping teacher) or stargraph-clean"
     ),
-    seed: int = typer.Option(0, help="seed for weights and data"),
+    seed: int = option(TrainConfig, "seed"),
     steps: int | None = typer.Option(None, help="optimizer steps (default: the variant's)"),
-    threads: int = typer.Option(2, help="torch CPU threads"),
+    threads: int = option(TrainConfig, "threads"),
 ) -> None:
     """Train a testbed from scratch (deterministic for a seed; ~13 min on 2 cores).
 
     Example: loopfix lab train --variant stargraph --out runs/testbed --seed 0
     """
-    from loopfix.lab.train import VARIANTS, TrainConfig, train
+    from loopfix.lab.config import VARIANTS
+    from loopfix.lab.train import train
 
     if variant not in VARIANTS:
         raise OptionError(
@@ -94,11 +97,11 @@ def train_command(
 @lab_app.command("eval")
 def eval_command(
     model: str = typer.Argument("loopfix:stargraph", help="testbed folder or loopfix:NAME"),
-    n: int = typer.Option(1000, help="fresh graphs per temperature"),
-    seed: int = typer.Option(12345, help="graph and sampler seed (training never uses it)"),
-    temperatures: str = typer.Option("0,0.6,1.0", help="comma-separated temperatures"),
-    max_new_tokens: int = typer.Option(48, help="length cap; a walk that reaches it is cut"),
-    batch_size: int = typer.Option(250, help="prompts per generate call"),
+    n: int = option(LabEvalConfig, "n"),
+    seed: int = option(LabEvalConfig, "seed"),
+    temperatures: str = option(LabEvalConfig, "temperatures"),
+    max_new_tokens: int = option(LabEvalConfig, "max_new_tokens"),
+    batch_size: int = option(LabEvalConfig, "batch_size"),
     json_out: Path | None = typer.Option(None, "--json", help="write the results as JSON here"),
     out: Path | None = typer.Option(
         None, "--out", help="keep the scan here (records, summary, report.html; resumable)"
@@ -117,8 +120,17 @@ def eval_command(
     from loopfix.lab.tokenizer import is_testbed_tokenizer
     from loopfix.models import load_model
 
-    temps = parse_temperatures(temperatures)
-    at_least(1, n=n, threads=threads, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    settings = build(
+        LabEvalConfig,
+        {
+            "n": n,
+            "seed": seed,
+            "temperatures": parse_temperatures(temperatures),
+            "max_new_tokens": max_new_tokens,
+            "batch_size": batch_size,
+        },
+    )
+    at_least(1, threads=threads)
     if json_out is not None:
         check_output_path(json_out)
     if out is not None:
@@ -131,15 +143,11 @@ def eval_command(
             "testbed metrics would mean nothing; use `loopfix scan` for other models"
         )
     with progress_bar() as progress:
-        task = progress.add_task("generating", total=n * len(temps))
+        task = progress.add_task("generating", total=n * len(settings.temperatures))
         evaluation = evaluate_testbed(
             loaded,
             tokenizer,
-            n=n,
-            seed=seed,
-            temperatures=temps,
-            max_new_tokens=max_new_tokens,
-            batch_size=batch_size,
+            settings,
             on_batch=lambda done: progress.advance(task, done),
             out=out,
         )

@@ -6,7 +6,7 @@ Steps:
    built-in `stargraph` suite.
 2. Scan them with `loopfix.scan.run_scan` (one walk per graph and temperature, on the HF decode
    engine), so a walk is judged exactly as every other scan judges a sample: loop by
-   `loopfix.scan.is_loop`, class by the star graph's outcome classifier.
+   `loopfix.scan.summary.is_loop`, class by the star graph's outcome classifier.
 3. Add what only a walk has: legal moves (`score_walk` on the walk read back from the text).
 4. Flywheel: teacher-force a prefix that ends with a wrong excursion followed by r verbatim
    repeats of it, and read P(enter the repeated arm again) at the root after each repeat.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.hf import HFBackend
+from loopfix.lab.config import EVAL_SEED, LabEvalConfig, TrainConfig
 from loopfix.lab.stargraph import (
     BACK_ID,
     PAD_ID,
@@ -36,7 +37,6 @@ from loopfix.lab.stargraph import (
     teacher_walk,
     walk_from_text,
 )
-from loopfix.lab.train import TrainConfig
 from loopfix.records import Sample, SampleStore
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.outcomes import STARGRAPH_OUTCOMES
@@ -45,15 +45,13 @@ from loopfix.suites import SuiteItem, stargraph_suite
 from loopfix.suites.builtin import STARGRAPH_ARMS, STARGRAPH_DEPTH
 from loopfix.suites.checkers import answer_part
 
-EVAL_SEED = 12345
-
 
 @dataclass(frozen=True)
 class TemperatureResult:
     temperature: float
     n: int
     success: float
-    loop_rate: float  # `loopfix.scan.is_loop`, as every scan reports it
+    loop_rate: float  # `loopfix.scan.summary.is_loop`, as every scan reports it
     paper_loop_rate: float  # the paper's n-gram metric, scaled for the cap
     legal_rate: float  # legal moves / all moves, pooled over walks
     valid_rate: float  # walks whose every move is legal
@@ -190,16 +188,14 @@ def teacher_mean_length(config: TrainConfig, count: int = 2000, seed: int = EVAL
 def evaluate_testbed(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    n: int = 1000,
-    seed: int = EVAL_SEED,
-    temperatures: Sequence[float] = (0.0, 0.6, 1.0),
-    max_new_tokens: int = 48,
-    batch_size: int = 250,
+    settings: LabEvalConfig | None = None,
     on_batch: Callable[[int], None] | None = None,
     out: Path | None = None,
 ) -> LabEvaluation:
     """`out`: keep the scan there (records, summary, report.html; resumable); None: a temporary
     folder."""
+    settings = settings or LabEvalConfig()
+    n, seed, max_new_tokens = settings.n, settings.seed, settings.max_new_tokens
     items = testbed_suite(model, n, seed)
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(out) if out is not None else Path(temporary)
@@ -207,14 +203,14 @@ def evaluate_testbed(
             model=str(getattr(model, "name_or_path", "testbed")),
             suite="stargraph",
             n=n,
-            temperatures=list(temperatures),
+            temperatures=list(settings.temperatures),
             seed=seed,
             max_new_tokens=max_new_tokens,
-            batch_size=batch_size,
+            batch_size=settings.batch_size,
             out=folder,
         )
         progress = None if on_batch is None else (lambda done, _total: on_batch(done))
-        run_scan(config, HFBackend(model, tokenizer, batch_size), progress)
+        run_scan(config, HFBackend(model, tokenizer, settings.batch_size), progress)
         records = list(SampleStore(folder / "records.jsonl"))
     by_id = {item.id: item for item in items}
     results = [

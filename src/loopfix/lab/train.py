@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from loopfix.atomic import atomic_folder, check_output_path
+from loopfix.lab.config import TrainConfig
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
@@ -35,43 +35,6 @@ from loopfix.lab.stargraph import (
     teacher_walk,
 )
 from loopfix.lab.tokenizer import build_tokenizer
-
-
-class TrainConfig(BaseModel):
-    """Everything that determines a testbed checkpoint."""
-
-    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
-
-    arms: int = Field(3, description="k: arms of the star graph")
-    depth: int = Field(3, description="d: nodes per arm")
-    p_correct: float = Field(0.5, description="teacher: probability of entering the target arm")
-    p_backtrack: float = Field(0.3, description="teacher: per-node probability of backing out")
-    loop_fraction: float = Field(
-        0.02, description="share of walks that degenerate into a verbatim loop (0 = clean)"
-    )
-    loop_cap: int = Field(52, description="length of a looping walk in tokens")
-    loop_batch_fraction: float = Field(
-        0.25, description="looping walks are concentrated in this share of batches (less padding)"
-    )
-    hidden_size: int = Field(64, description="residual width")
-    layers: int = Field(3, description="decoder layers")
-    heads: int = Field(4, description="attention heads")
-    head_dim: int = Field(32, description="head size (vLLM CPU attention needs 32/64/80/...)")
-    intermediate_size: int = Field(256, description="MLP width")
-    batch_size: int = Field(64, ge=1, description="walks per step")
-    steps: int = Field(4000, ge=1, description="optimizer steps")
-    learning_rate: float = Field(
-        3e-3, gt=0, allow_inf_nan=False, description="peak AdamW learning rate"
-    )
-    warmup_steps: int = Field(100, ge=0, description="linear warm-up steps")
-    seed: int = Field(0, description="seed for weights and data")
-    threads: int = Field(2, ge=1, description="torch CPU threads")
-
-
-VARIANTS: dict[str, TrainConfig] = {
-    "stargraph": TrainConfig(),
-    "stargraph-clean": TrainConfig(loop_fraction=0.0),
-}
 
 
 def build_model(config: TrainConfig) -> torch.nn.Module:

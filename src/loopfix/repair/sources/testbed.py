@@ -15,9 +15,9 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopfix.lab.config import TrainConfig
 from loopfix.lab.evaluate import testbed_config, testbed_suite
 from loopfix.lab.stargraph import BACK_ID, PAD_ID, StarGraph, make_graph, teacher_walk
-from loopfix.lab.train import TrainConfig
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs

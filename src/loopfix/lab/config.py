@@ -1,0 +1,63 @@
+"""The testbed's settings: what determines a checkpoint (`TrainConfig`, its variants) and what
+`lab eval` measures (`LabEvalConfig`). Kept free of torch so the command line can build its
+options from them without loading it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EVAL_SEED", "VARIANTS", "LabEvalConfig", "TrainConfig"]
+
+
+class TrainConfig(BaseModel):
+    """Everything that determines a testbed checkpoint."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    arms: int = Field(3, description="k: arms of the star graph")
+    depth: int = Field(3, description="d: nodes per arm")
+    p_correct: float = Field(0.5, description="teacher: probability of entering the target arm")
+    p_backtrack: float = Field(0.3, description="teacher: per-node probability of backing out")
+    loop_fraction: float = Field(
+        0.02, description="share of walks that degenerate into a verbatim loop (0 = clean)"
+    )
+    loop_cap: int = Field(52, description="length of a looping walk in tokens")
+    loop_batch_fraction: float = Field(
+        0.25, description="looping walks are concentrated in this share of batches (less padding)"
+    )
+    hidden_size: int = Field(64, description="residual width")
+    layers: int = Field(3, description="decoder layers")
+    heads: int = Field(4, description="attention heads")
+    head_dim: int = Field(32, description="head size (vLLM CPU attention needs 32/64/80/...)")
+    intermediate_size: int = Field(256, description="MLP width")
+    batch_size: int = Field(64, ge=1, description="walks per step")
+    steps: int = Field(4000, ge=1, description="optimizer steps")
+    learning_rate: float = Field(
+        3e-3, gt=0, allow_inf_nan=False, description="peak AdamW learning rate"
+    )
+    warmup_steps: int = Field(100, ge=0, description="linear warm-up steps")
+    seed: int = Field(0, description="seed for weights and data")
+    threads: int = Field(2, ge=1, description="torch CPU threads")
+
+
+VARIANTS: dict[str, TrainConfig] = {
+    "stargraph": TrainConfig(),
+    "stargraph-clean": TrainConfig(loop_fraction=0.0),
+}
+
+
+EVAL_SEED = 12345
+
+
+class LabEvalConfig(BaseModel):
+    """What `lab eval` measures; the CLI's options are made from these fields."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    n: int = Field(1000, ge=1, description="fresh graphs per temperature")
+    seed: int = Field(EVAL_SEED, description="graph and sampler seed (training never uses it)")
+    temperatures: list[float] = Field(
+        default_factory=lambda: [0.0, 0.6, 1.0], min_length=1, description="temperatures"
+    )
+    max_new_tokens: int = Field(48, ge=1, description="length cap; a walk that reaches it is cut")
+    batch_size: int = Field(250, ge=1, description="prompts per generate call")
