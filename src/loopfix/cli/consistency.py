@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, parse_ints, parse_temperatures
+from loopfix.cli.common import console, examples, parse_ints, parse_list, parse_temperatures
 
 EXAMPLES = examples(
     "loopfix consistency loopfix:stargraph --n 32 --out runs/consistency",
@@ -71,7 +71,7 @@ def consistency_command(
         "model": model,
         "suite": suite,
         "n": n,
-        "checks": None if checks is None else [c.strip() for c in checks.split(",") if c.strip()],
+        "checks": None if checks is None else parse_list(checks),
         "temperatures": None if temperatures is None else parse_temperatures(temperatures),
         "seeds": seeds,
         "batch_sizes": None if batch_sizes is None else parse_ints(batch_sizes, "--batch-sizes"),
