@@ -2,6 +2,7 @@
 cut to "…", and the caption spells out every shortened header."""
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,22 @@ def test_the_guard_table_fits_80_columns(tmp_path: Path) -> None:
     guards = ["none", "penalty", "adaptive-temp", "rescue+dry"]
     result = run_compare(CompareConfig(scan=scan, guards=guards))
     assert_fits(rendered(guards_table(result)), "adaptive-temp", "rescue+dry", "tokens/s")
+    # The same rows at the widest values a full run prints (a thousand prompts, every rate
+    # 100%, four-digit counts): a tiny run's narrow cells must not be what makes it fit.
+    widest = [
+        replace(
+            entry,
+            guard="phase-temp+rescue",
+            n=1000,
+            loop_rate=1.0,
+            cut_rate=1.0,
+            accuracy=1.0,
+            mean_length=1024.5,
+            rescues=1000,
+            rescued_samples=1000,
+            regressions=1000,
+            tokens_per_s=12345.6,
+        )
+        for entry in result.entries
+    ]
+    assert_fits(rendered(guards_table(replace(result, entries=widest))), "phase-temp+rescue")

@@ -90,6 +90,10 @@ def narrow_table(
         caption=legend or None,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        # columns apart by the rule's one space, not that plus two of padding: the guard table's
+        # eleven columns of real values ("phase-temp+rescue", n = 1000, "100.0%") fit 80 columns
+        # only this way
+        padding=(0, 0),
         caption_justify="left",
     )
     for short, _ in columns:
