@@ -1,0 +1,475 @@
+"""The repair experiment on SmolLM2-135M-Instruct (`loopfix:smollm2`), stage by stage.
+
+    PYTHONPATH=src .venv/bin/python bench/repair_smollm2.py scan [--out runs/repair-smollm2]
+
+Every stage writes under OUT and resumes: a scan folder continues where it stopped (run_scan),
+a stage's JSON result is reused when present. Progress goes to stdout.
+
+The data split is fixed before any tuning: `arith` prompts from seed 1401 (training: directions,
+proxy, screening) and seed 1402 (held out: verification only), 200 each, no prompt shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from scipy.stats import spearmanr
+
+from loopfix.atomic import write_json_atomic
+from loopfix.backends.hf import HFBackend
+from loopfix.models import load_model
+from loopfix.patch import EditSite, build_patch
+from loopfix.records import read_samples
+from loopfix.repair.batches import branch_batches, walk_batches
+from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
+from loopfix.repair.config import RepairConfig
+from loopfix.repair.decide import acceptance_checks
+from loopfix.repair.directions import random_directions
+from loopfix.repair.linear_proxy import LinearProxy
+from loopfix.repair.perplexity import general_ability
+from loopfix.repair.pipeline import find_directions
+from loopfix.repair.scan_branches import normal_texts, scan_pairs
+from loopfix.repair.scan_records import read_records
+from loopfix.repair.scan_verify import ScanOutcomes, ScanPrompts
+from loopfix.repair.scoring import Scorer, text_kl
+from loopfix.repair.stages import StageClock, peak_rss_mib
+from loopfix.repair.verification import Verifier
+from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.summary import is_loop, setting_summary
+from loopfix.suites import load_suite
+from loopfix.suites.render import prompt_ids
+
+MODEL = "loopfix:smollm2"
+SUITE = "arith"
+TRAIN_SEED, HELDOUT_SEED = 1401, 1402
+PROMPTS = 200
+CAP = 256  # docs/real-model.md's cap
+DTYPE = "bfloat16"  # 2.2x the float32 engine's tokens/s (docs/real-model.md); every arm shares it
+GEN_BATCH = 40
+TEMPERATURES = (0.0, 0.6)
+
+
+def _progress(label: str):
+    start, done = time.monotonic(), [0]
+
+    def report(advance: int, total: int | None) -> None:
+        if total is not None and advance == 0:
+            report.total = total  # type: ignore[attr-defined]
+        done[0] += advance
+        total_ = getattr(report, "total", None)
+        print(
+            f"  {label}: {done[0]}/{total_} samples, {time.monotonic() - start:.0f} s",
+            flush=True,
+        )
+
+    return report
+
+
+def base_folder(out: Path, seed: int, temperature: float) -> Path:
+    return out / "base" / f"seed{seed}-T{temperature:g}"
+
+
+def arm_scan(
+    backend: HFBackend,
+    suite: str,
+    seed: int,
+    temperature: float,
+    folder: Path,
+    n: int | None,
+    cap: int = CAP,
+) -> list[Any]:
+    """One arm: a scan of `suite` with the model as it is now (patched or not), resumable."""
+    config = ScanConfig(
+        model=MODEL,
+        suite=suite,
+        n=n,
+        temperatures=[temperature],
+        seed=seed,
+        max_new_tokens=cap,
+        dtype=DTYPE,
+        batch_size=GEN_BATCH,
+        out=folder,
+    )
+    start = time.monotonic()
+    run_scan(config, backend, _progress(folder.name))
+    samples = list(read_samples(folder / "records.jsonl"))
+    stats = setting_summary(samples)
+    print(
+        f"{folder.name}: {time.monotonic() - start:.0f} s, peak RSS {peak_rss_mib():.0f} MiB, "
+        f"loops {stats['loop_rate']:.3f} cut {stats['cut_rate']:.3f} "
+        f"accuracy {stats['accuracy']:.3f}",
+        flush=True,
+    )
+    return samples
+
+
+def base_scan(backend: HFBackend, seed: int, temperature: float, out: Path) -> list[Any]:
+    return arm_scan(backend, SUITE, seed, temperature, base_folder(out, seed, temperature), PROMPTS)
+
+
+BASE_SCANS = {
+    "heldout-T0": (HELDOUT_SEED, 0.0),
+    "train-T0": (TRAIN_SEED, 0.0),
+    "heldout-T0.6": (HELDOUT_SEED, 0.6),
+}
+
+
+def stage_scan(out: Path, which: list[str]) -> None:
+    """The base model's scans (all of BASE_SCANS unless named); two can run side by side."""
+    model, tokenizer = load_model(MODEL, device="cpu", dtype=DTYPE)
+    backend = HFBackend(model, tokenizer, batch_size=GEN_BATCH)
+    for name in which or list(BASE_SCANS):
+        base_scan(backend, *BASE_SCANS[name], out)
+
+
+# The search (float32: log-probs and KL are differences of small numbers).
+SITES = ("down_proj", "attn_out")
+KS = (8, 32, 64)
+ALPHAS = (1.0, 2.0, 4.0)
+PROBE_BATCH = 8
+KL_TEXTS = 24
+SHORTLIST_TOP, SHORTLIST_SPREAD = 6, 6  # exact scores: the best by the linear proxy and a spread
+SCREEN_TOP, SCREEN_SPREAD = 4, 4  # generated: the best by the exact proxy and a spread
+SCREEN_NON_LOOPING = 12  # screening prompts that did not loop in the base (loops added)
+REPAIR = RepairConfig(
+    suite=SUITE,
+    positions="mode",
+    batch_size=PROBE_BATCH,
+    sites=SITES,
+    ks=KS,
+    alphas=ALPHAS,
+    max_touched_fraction=0.001,
+)
+
+
+def training_roles(prompt_ids: list[str]) -> dict[str, list[str]]:
+    """Training prompts by a hash of their id: half for the directions, half for selection
+    (the proxy's held-out pairs, the KL text and the screening generations)."""
+    order = sorted(prompt_ids, key=lambda i: hashlib.sha256(f"split:{i}".encode()).digest())
+    half = len(order) // 2
+    return {"directions": order[:half], "selection": order[half:]}
+
+
+def _spread(rows: list[dict[str, Any]], top: int, spread: int) -> list[dict[str, Any]]:
+    """The first `top` rows and `spread` more evenly spaced over the rest (mid and low ranks)."""
+    rest = rows[top:]
+    step = max(1, len(rest) // spread) if rest else 1
+    picked = rest[step - 1 :: step][:spread] if spread else []
+    return rows[:top] + picked
+
+
+def stage_search(out: Path) -> None:
+    folder = out / "search"
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = StageClock()
+    with clock.stage("load"):
+        model, tokenizer = load_model(MODEL, device="cpu")
+    records = read_records(
+        base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl", SUITE, MODEL, tokenizer
+    )
+    roles = training_roles(list(records.items))
+    with clock.stage("branches"):
+        train, train_counts = scan_pairs(
+            model, tokenizer, records, roles["directions"], REPAIR.repeats, 300, 31337, 16
+        )
+        heldout, heldout_counts = scan_pairs(
+            model, tokenizer, records, roles["selection"], REPAIR.proxy_repeats, 300, 31338, 16
+        )
+        normal = normal_texts(records, roles["selection"], KL_TEXTS)
+    print(f"pairs: directions {train_counts}, selection {heldout_counts}", flush=True)
+    pad = int(tokenizer.pad_token_id or 0)
+    with clock.stage("directions"):
+        directions, contributions = find_directions(model, train, REPAIR, pad)
+    torch.save(directions.vectors, folder / "directions.pt")
+    rep = branch_batches(heldout, "repetitive", "mode", PROBE_BATCH, pad)
+    prod = branch_batches(heldout, "productive", "mode", PROBE_BATCH, pad)
+    sites = [
+        EditSite(layer, kind) for layer in range(len(directions.separations)) for kind in SITES
+    ]
+    with clock.stage("linear proxy"):
+        linear = LinearProxy.measure(model, rep, prod, directions.vectors, sites)
+    rows = []
+    for site in sites:
+        for k in KS:
+            d_rep, d_prod = linear.score(site, k, 1.0)
+            rows.append(
+                {
+                    "site": site.kind,
+                    "layer": site.layer,
+                    "k": k,
+                    "lin_d_rep": d_rep,
+                    "lin_d_prod": d_prod,
+                    "lin_selectivity": d_prod - d_rep,
+                }
+            )
+    rows.sort(key=lambda r: -r["lin_selectivity"])
+    shortlist = _spread(rows, SHORTLIST_TOP, SHORTLIST_SPREAD)
+    budget = REPAIR.max_touched_fraction * sum(p.numel() for p in model.parameters())
+    exact = []
+    with clock.stage("exact proxy"):
+        scorer = Scorer(
+            model, rep, prod, walk_batches(normal, PROBE_BATCH, pad, REPAIR.kl_positions)
+        )
+        for row in shortlist:
+            grid = candidate_grid(
+                model,
+                directions.vectors,
+                (row["site"],),
+                (row["layer"],),
+                1,
+                (row["k"],),
+                ALPHAS,
+                budget,
+            )
+            for candidate in grid:
+                score = scorer.score(build_patch(model, candidate.requests))
+                exact.append({**row, "alpha": candidate.alpha, **score.to_dict()})
+                print(f"  exact {candidate.label()}: {score.to_dict()}", flush=True)
+            scorer.caches.clear()  # one start layer at a time bounds memory
+    write_json_atomic(
+        folder / "search.json",
+        {
+            "split": {role: ids for role, ids in roles.items()},
+            "pairs": {"directions": train_counts, "selection": heldout_counts},
+            "normal_texts": len(normal),
+            "directions": directions.to_dict(),
+            "sites": contributions,
+            "linear": rows,
+            "exact": exact,
+            "timing": clock.to_dict(),
+        },
+    )
+
+
+SCREEN_CAP = 160  # screening compares arms on one cap; a shorter one costs fewer tokens
+
+
+class Arms:
+    """The `PromptSets` of this experiment, resumable: every arm is a scan in its own folder
+    (the base model's held-out scans are the `scan` stage's). "causal" = the screening prompts
+    (training prompts), "verify" = the 200 held-out prompts."""
+
+    def __init__(self, backend: HFBackend, out: Path) -> None:
+        self.backend, self.out = backend, out
+
+    def generate(self, prompts: str, temperature: float, label: str) -> ScanOutcomes:
+        slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in label)
+        folder = self.out / "arms" / prompts / f"{slug}-T{temperature:g}"
+        if prompts == "verify":
+            if label == "base":
+                folder = base_folder(self.out, HELDOUT_SEED, temperature)
+            samples = arm_scan(self.backend, SUITE, HELDOUT_SEED, temperature, folder, PROMPTS)
+        else:
+            suite = str(self.out / "screen" / "prompts.jsonl")
+            samples = arm_scan(
+                self.backend, suite, TRAIN_SEED, temperature, folder, None, SCREEN_CAP
+            )
+        return ScanOutcomes(temperature, tuple(samples), folder)
+
+    def compare(self, base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
+        return ScanPrompts.compare(base, other)
+
+
+def _models() -> tuple[Any, Any, Any]:
+    """float32 (columns, KL, perplexity) and the generation dtype, one tokenizer."""
+    exact, tokenizer = load_model(MODEL, device="cpu")
+    fast, _ = load_model(MODEL, device="cpu", dtype=DTYPE)
+    return exact, fast, tokenizer
+
+
+def _candidate(model: Any, directions: torch.Tensor, row: dict[str, Any]) -> Candidate:
+    (candidate,) = candidate_grid(
+        model,
+        directions,
+        (row["site"],),
+        (row["layer"],),
+        1,
+        (row["k"],),
+        (row["alpha"],),
+        float("inf"),
+    )
+    return candidate
+
+
+def screening_rows(exact: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per shortlisted (site, layer, k) its best alpha within the KL budget (by exact
+    selectivity; the smallest alpha when none fits), best first, then spread."""
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for row in exact:
+        groups.setdefault((row["site"], row["layer"], row["k"]), []).append(row)
+    chosen = []
+    for rows in groups.values():
+        fitting = [r for r in rows if r["kl"] <= REPAIR.max_kl and r["d_rep"] < 0]
+        chosen.append(
+            max(fitting, key=lambda r: r["selectivity"])
+            if fitting
+            else min(rows, key=lambda r: r["alpha"])
+        )
+    chosen.sort(key=lambda r: -r["selectivity"])
+    return _spread(chosen, SCREEN_TOP, SCREEN_SPREAD)
+
+
+def stage_screen(out: Path) -> None:
+    search = json.loads((out / "search" / "search.json").read_text())
+    directions = torch.load(out / "search" / "directions.pt")
+    exact_model, model, tokenizer = _models()
+    base = list(read_samples(base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl"))
+    selection = set(search["split"]["selection"])
+    looping = [s.prompt_id for s in base if s.prompt_id in selection and is_loop(s)]
+    calm = [s.prompt_id for s in base if s.prompt_id in selection and not is_loop(s)]
+    wanted = set(looping + calm[:SCREEN_NON_LOOPING])
+    (out / "screen").mkdir(parents=True, exist_ok=True)
+    items = [i for i in load_suite(SUITE, PROMPTS, TRAIN_SEED) if i.id in wanted]
+    suite = out / "screen" / "prompts.jsonl"
+    if not suite.exists():
+        suite.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
+    rows = screening_rows(search["exact"])
+    candidates = [_candidate(exact_model, directions, row) for row in rows]
+    config = REPAIR.model_copy(update={"temperature": 0.0, "temperatures": (0.0,)})
+    verifier = Verifier(model, Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out), config)
+    clock = StageClock()
+    with clock.stage("screen"):
+        _, screened = verifier.screen(candidates)
+    base_loops = sum(is_loop(s) for s in verifier.base("causal", 0.0).samples)
+    for row, result in zip(rows, screened, strict=True):
+        result["measured_reduction"] = (
+            (result["loops_removed"] - result["loops_added"]) / base_loops if base_loops else 0.0
+        )
+        result["proxy"] = row
+    measured = [r["measured_reduction"] for r in screened]
+    correlations = {
+        name: _spearman([key(r["proxy"]) for r in screened], measured)
+        for name, key in {
+            "exact_selectivity": lambda p: p["selectivity"],
+            "exact_minus_d_rep": lambda p: -p["d_rep"],
+            "linear_selectivity": lambda p: p["lin_selectivity"] * p["alpha"],
+        }.items()
+    }
+    print(f"Spearman (proxy vs measured loop reduction): {correlations}", flush=True)
+    write_json_atomic(
+        out / "screen" / "screen.json",
+        {
+            "prompts": len(items),
+            "base_loops": base_loops,
+            "cap": SCREEN_CAP,
+            "rows": screened,
+            "spearman": correlations,
+            "timing": clock.to_dict(),
+        },
+    )
+
+
+PLAIN_TEXT = Path("data/plain_text/python-3.11-reference.txt")
+VERIFY = REPAIR.model_copy(
+    update={"temperature": 0.0, "perplexity_text": PLAIN_TEXT, "control_seed": 77}
+)
+
+
+def stage_verify(out: Path, temperatures: list[float]) -> None:
+    """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
+    seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
+    directions = torch.load(out / "search" / "directions.pt")
+    screen = json.loads((out / "screen" / "screen.json").read_text())
+    best = max(
+        screen["rows"],
+        key=lambda r: (r["rescues"] >= r["regressions"], r["loops_removed"] - r["loops_added"]),
+    )
+    exact_model, model, tokenizer = _models()
+    chosen = _candidate(exact_model, directions, best["proxy"])
+    layers, width = directions.shape
+    seeds = range(VERIFY.control_seed, VERIFY.control_seed + VERIFY.control_seeds)
+    controls = [
+        norm_matched_control(exact_model, chosen, random_directions(layers, width, seed))
+        for seed in seeds
+    ]
+    config = VERIFY.model_copy(update={"temperatures": tuple(temperatures)})
+    clock = StageClock()
+    with clock.stage("generate"):
+        arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out)
+        by_temperature = Verifier(model, arms, config).full(chosen, controls)
+    heldout = list(read_samples(base_folder(out, HELDOUT_SEED, 0.0) / "records.jsonl"))
+    prompts = {i.id: i for i in load_suite(SUITE, PROMPTS, HELDOUT_SEED)}
+    normal = [
+        (ids + list(s.tokens), len(ids))
+        for s in heldout
+        if not is_loop(s) and s.tokens
+        for ids in [prompt_ids(prompts[s.prompt_id], tokenizer, None)]
+    ][:KL_TEXTS]
+    batches = walk_batches(
+        normal, PROBE_BATCH, int(tokenizer.pad_token_id or 0), REPAIR.kl_positions
+    )
+    with clock.stage("kl+perplexity"):
+        edits = {
+            "patched": chosen,
+            **{f"control_{s}": c for s, c in zip(seeds, controls, strict=True)},
+        }
+        kl = {
+            name: text_kl(exact_model, batches, build_patch(exact_model, c.requests))
+            for name, c in edits.items()
+        }
+        perplexity = {
+            name: general_ability(exact_model, tokenizer, c.requests, config)
+            for name, c in edits.items()
+        }
+    touched = build_patch(exact_model, chosen.requests).touched_fraction
+    checks = acceptance_checks(
+        by_temperature["0.0"],
+        None,
+        kl["patched"],
+        touched,
+        perplexity["patched"]["ratio"],
+        None,
+        config,
+    )
+    failed = [name for name, ok in checks.items() if not ok]
+    verdict = f"accepted: {chosen.label()}" if not failed else "rejected: " + ", ".join(failed)
+    print(verdict, flush=True)
+    write_json_atomic(
+        out / "verify" / f"verify-T{'-'.join(f'{t:g}' for t in temperatures)}.json",
+        {
+            "candidate": {**chosen.to_dict(), "label": chosen.label(), "screening": best},
+            "controls": [{**c.to_dict(), "seed": s} for s, c in zip(seeds, controls, strict=True)],
+            "by_temperature": by_temperature,
+            "kl": kl,
+            "perplexity": perplexity,
+            "touched_fraction": touched,
+            "checks": checks,
+            "accepted": not failed,
+            "verdict": verdict,
+            "config": config.model_dump(mode="json"),
+            "timing": clock.to_dict(),
+        },
+    )
+
+
+def _spearman(x: list[float], y: list[float]) -> dict[str, float]:
+    result = spearmanr(x, y)
+    return {"rho": float(result.statistic), "p": float(result.pvalue), "n": len(x)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stage", choices=["scan", "search", "screen", "verify"])
+    parser.add_argument("--out", type=Path, default=Path("runs/repair-smollm2"))
+    parser.add_argument("--scans", nargs="*", choices=list(BASE_SCANS), default=[])
+    parser.add_argument(
+        "--temperatures", type=float, nargs="+", default=[0.0], help="verify: temperatures"
+    )
+    args = parser.parse_args(argv)
+    if args.stage == "scan":
+        stage_scan(args.out, args.scans)
+    elif args.stage == "verify":
+        stage_verify(args.out, args.temperatures)
+    else:
+        {"search": stage_search, "screen": stage_screen}[args.stage](args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
