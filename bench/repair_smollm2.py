@@ -28,6 +28,7 @@ from loopfix.models import load_model
 from loopfix.patch import EditSite, build_patch
 from loopfix.records import read_samples
 from loopfix.repair.batches import branch_batches, walk_batches
+from loopfix.repair.branches import BranchPair
 from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.decide import acceptance_checks
@@ -38,7 +39,7 @@ from loopfix.repair.pipeline import find_directions
 from loopfix.repair.scan_branches import normal_texts, scan_pairs
 from loopfix.repair.scan_records import read_records
 from loopfix.repair.scan_verify import ScanOutcomes, ScanPrompts
-from loopfix.repair.scoring import Scorer, text_kl
+from loopfix.repair.scoring import text_kl
 from loopfix.repair.stages import StageClock, peak_rss_mib
 from loopfix.repair.verification import Verifier
 from loopfix.scan import ScanConfig, run_scan
@@ -134,9 +135,9 @@ SITES = ("down_proj", "attn_out")
 KS = (8, 32, 64)
 ALPHAS = (1.0, 2.0, 4.0)
 PROBE_BATCH = 8
-KL_TEXTS = 24
-SHORTLIST_TOP, SHORTLIST_SPREAD = 6, 6  # exact scores: the best by the linear proxy and a spread
-SCREEN_TOP, SCREEN_SPREAD = 4, 4  # generated: the best by the exact proxy and a spread
+KL_TEXTS = 12
+SCREEN_TOP, SCREEN_SPREAD = 4, 4  # generated: the best by the linear proxy and a spread
+SCREEN_ALPHA = 2.0  # reverses the component along u (the testbed's accepted strength)
 SCREEN_NON_LOOPING = 12  # screening prompts that did not loop in the base (loops added)
 REPAIR = RepairConfig(
     suite=SUITE,
@@ -165,36 +166,54 @@ def _spread(rows: list[dict[str, Any]], top: int, spread: int) -> list[dict[str,
     return rows[:top] + picked
 
 
+def _pairs(
+    model: Any, tokenizer: Any, records: Any, prompts: list[str], seed: int, cache: Path
+) -> tuple[list[BranchPair], dict[str, Any]]:
+    """Matched pairs of these prompts' loops, kept in `cache` (resampling is slow)."""
+    if cache.exists():
+        stored = json.loads(cache.read_text())
+        return [BranchPair(**pair) for pair in stored["pairs"]], stored["counts"]
+    pairs, counts = scan_pairs(
+        model, tokenizer, records, prompts, REPAIR.repeats, 300, seed, GEN_BATCH
+    )
+    write_json_atomic(cache, {"pairs": [vars(p) for p in pairs], "counts": counts})
+    return pairs, counts
+
+
 def stage_search(out: Path) -> None:
     folder = out / "search"
     folder.mkdir(parents=True, exist_ok=True)
     clock = StageClock()
     with clock.stage("load"):
-        model, tokenizer = load_model(MODEL, device="cpu")
+        model, fast, tokenizer = _models()
     records = read_records(
         base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl", SUITE, MODEL, tokenizer
     )
     roles = training_roles(list(records.items))
     with clock.stage("branches"):
-        train, train_counts = scan_pairs(
-            model, tokenizer, records, roles["directions"], REPAIR.repeats, 300, 31337, 16
-        )
-        heldout, heldout_counts = scan_pairs(
-            model, tokenizer, records, roles["selection"], REPAIR.proxy_repeats, 300, 31338, 16
+        # Resampled in the generation dtype (the branches are tokens; probing is float32).
+        # Three copies in both sets: SmolLM2's loop periods reach 125 tokens.
+        (train, train_counts), (heldout, heldout_counts) = (
+            _pairs(fast, tokenizer, records, roles[role], seed, folder / f"pairs-{role}.json")
+            for role, seed in (("directions", 31337), ("selection", 31338))
         )
         normal = normal_texts(records, roles["selection"], KL_TEXTS)
+    del fast
     print(f"pairs: directions {train_counts}, selection {heldout_counts}", flush=True)
     pad = int(tokenizer.pad_token_id or 0)
-    with clock.stage("directions"):
-        directions, contributions = find_directions(model, train, REPAIR, pad)
-    torch.save(directions.vectors, folder / "directions.pt")
+    cached = folder / "directions.pt"
+    if cached.exists():  # the probe is the slowest forward work here: computed once
+        vectors = torch.load(cached)
+    else:
+        with clock.stage("directions"):
+            directions, _ = find_directions(model, train, REPAIR, pad)
+        vectors = directions.vectors
+        torch.save(vectors, cached)
     rep = branch_batches(heldout, "repetitive", "mode", PROBE_BATCH, pad)
     prod = branch_batches(heldout, "productive", "mode", PROBE_BATCH, pad)
-    sites = [
-        EditSite(layer, kind) for layer in range(len(directions.separations)) for kind in SITES
-    ]
+    sites = [EditSite(layer, kind) for layer in range(len(vectors)) for kind in SITES]
     with clock.stage("linear proxy"):
-        linear = LinearProxy.measure(model, rep, prod, directions.vectors, sites)
+        linear = LinearProxy.measure(model, rep, prod, vectors, sites)
     rows = []
     for site in sites:
         for k in KS:
@@ -210,39 +229,14 @@ def stage_search(out: Path) -> None:
                 }
             )
     rows.sort(key=lambda r: -r["lin_selectivity"])
-    shortlist = _spread(rows, SHORTLIST_TOP, SHORTLIST_SPREAD)
-    budget = REPAIR.max_touched_fraction * sum(p.numel() for p in model.parameters())
-    exact = []
-    with clock.stage("exact proxy"):
-        scorer = Scorer(
-            model, rep, prod, walk_batches(normal, PROBE_BATCH, pad, REPAIR.kl_positions)
-        )
-        for row in shortlist:
-            grid = candidate_grid(
-                model,
-                directions.vectors,
-                (row["site"],),
-                (row["layer"],),
-                1,
-                (row["k"],),
-                ALPHAS,
-                budget,
-            )
-            for candidate in grid:
-                score = scorer.score(build_patch(model, candidate.requests))
-                exact.append({**row, "alpha": candidate.alpha, **score.to_dict()})
-                print(f"  exact {candidate.label()}: {score.to_dict()}", flush=True)
-            scorer.caches.clear()  # one start layer at a time bounds memory
     write_json_atomic(
         folder / "search.json",
         {
             "split": {role: ids for role, ids in roles.items()},
             "pairs": {"directions": train_counts, "selection": heldout_counts},
             "normal_texts": len(normal),
-            "directions": directions.to_dict(),
-            "sites": contributions,
+            "cosines": (vectors @ vectors.T).tolist(),
             "linear": rows,
-            "exact": exact,
             "timing": clock.to_dict(),
         },
     )
@@ -298,30 +292,16 @@ def _candidate(model: Any, directions: torch.Tensor, row: dict[str, Any]) -> Can
     return candidate
 
 
-def screening_rows(exact: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per shortlisted (site, layer, k) its best alpha within the KL budget (by exact
-    selectivity; the smallest alpha when none fits), best first, then spread."""
-    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
-    for row in exact:
-        groups.setdefault((row["site"], row["layer"], row["k"]), []).append(row)
-    chosen = []
-    for rows in groups.values():
-        fitting = [r for r in rows if r["kl"] <= REPAIR.max_kl and r["d_rep"] < 0]
-        chosen.append(
-            max(fitting, key=lambda r: r["selectivity"])
-            if fitting
-            else min(rows, key=lambda r: r["alpha"])
-        )
-    chosen.sort(key=lambda r: -r["selectivity"])
-    return _spread(chosen, SCREEN_TOP, SCREEN_SPREAD)
+def screening_rows(linear: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best (site, layer, k) by first-order selectivity and a spread over the rest, at
+    SCREEN_ALPHA."""
+    return [{**row, "alpha": SCREEN_ALPHA} for row in _spread(linear, SCREEN_TOP, SCREEN_SPREAD)]
 
 
-def stage_screen(out: Path) -> None:
-    search = json.loads((out / "search" / "search.json").read_text())
-    directions = torch.load(out / "search" / "directions.pt")
+def stage_screen(out: Path, part: tuple[int, int] | None) -> None:
     exact_model, model, tokenizer = _models()
     base = list(read_samples(base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl"))
-    selection = set(search["split"]["selection"])
+    selection = set(training_roles(sorted({s.prompt_id for s in base}))["selection"])
     looping = [s.prompt_id for s in base if s.prompt_id in selection and is_loop(s)]
     calm = [s.prompt_id for s in base if s.prompt_id in selection and not is_loop(s)]
     wanted = set(looping + calm[:SCREEN_NON_LOOPING])
@@ -330,10 +310,24 @@ def stage_screen(out: Path) -> None:
     suite = out / "screen" / "prompts.jsonl"
     if not suite.exists():
         suite.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
-    rows = screening_rows(search["exact"])
-    candidates = [_candidate(exact_model, directions, row) for row in rows]
     config = REPAIR.model_copy(update={"temperature": 0.0, "temperatures": (0.0,)})
     verifier = Verifier(model, Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out), config)
+    if part == (0, 0):  # the base arm alone: it needs no search result
+        verifier.base("causal", 0.0)
+        return
+    search = json.loads((out / "search" / "search.json").read_text())
+    directions = torch.load(out / "search" / "directions.pt")
+    rows = screening_rows(search["linear"])
+    candidates = [_candidate(exact_model, directions, row) for row in rows]
+    if part is not None:  # generate only this process's share of the arms (side by side)
+        index, parts = part
+        jobs: list[Candidate | None] = [None, *candidates]  # None: the base arm
+        for candidate in jobs[index::parts]:
+            if candidate is None:
+                verifier.base("causal", 0.0)
+            else:
+                verifier.edited(candidate, 0.0, "causal")
+        return
     clock = StageClock()
     with clock.stage("screen"):
         _, screened = verifier.screen(candidates)
@@ -347,9 +341,8 @@ def stage_screen(out: Path) -> None:
     correlations = {
         name: _spearman([key(r["proxy"]) for r in screened], measured)
         for name, key in {
-            "exact_selectivity": lambda p: p["selectivity"],
-            "exact_minus_d_rep": lambda p: -p["d_rep"],
-            "linear_selectivity": lambda p: p["lin_selectivity"] * p["alpha"],
+            "linear_selectivity": lambda p: p["lin_selectivity"],
+            "linear_minus_d_rep": lambda p: -p["lin_d_rep"],
         }.items()
     }
     print(f"Spearman (proxy vs measured loop reduction): {correlations}", flush=True)
@@ -372,7 +365,7 @@ VERIFY = REPAIR.model_copy(
 )
 
 
-def stage_verify(out: Path, temperatures: list[float]) -> None:
+def stage_verify(out: Path, temperatures: list[float], part: tuple[int, int] | None) -> None:
     """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
     seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
     directions = torch.load(out / "search" / "directions.pt")
@@ -390,9 +383,16 @@ def stage_verify(out: Path, temperatures: list[float]) -> None:
         for seed in seeds
     ]
     config = VERIFY.model_copy(update={"temperatures": tuple(temperatures)})
+    arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out)
+    if part is not None:  # generate only this process's share of the arms (side by side)
+        index, parts = part
+        verifier = Verifier(model, arms, config)
+        jobs = [(c, t) for t in temperatures for c in [chosen, *controls]]
+        for candidate, temperature in jobs[index::parts]:
+            verifier.edited(candidate, temperature)
+        return
     clock = StageClock()
     with clock.stage("generate"):
-        arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out)
         by_temperature = Verifier(model, arms, config).full(chosen, controls)
     heldout = list(read_samples(base_folder(out, HELDOUT_SEED, 0.0) / "records.jsonl"))
     prompts = {i.id: i for i in load_suite(SUITE, PROMPTS, HELDOUT_SEED)}
@@ -460,15 +460,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/repair-smollm2"))
     parser.add_argument("--scans", nargs="*", choices=list(BASE_SCANS), default=[])
     parser.add_argument(
+        "--part",
+        type=lambda text: tuple(int(x) for x in text.split("/")),
+        default=None,
+        help="screen/verify: I/N generates only every N-th arm from the I-th (run N side by side, "
+        "then once without --part to collect); screen --part 0/0: only the base arm",
+    )
+    parser.add_argument(
         "--temperatures", type=float, nargs="+", default=[0.0], help="verify: temperatures"
     )
     args = parser.parse_args(argv)
     if args.stage == "scan":
         stage_scan(args.out, args.scans)
     elif args.stage == "verify":
-        stage_verify(args.out, args.temperatures)
+        stage_verify(args.out, args.temperatures, args.part)
+    elif args.stage == "screen":
+        stage_screen(args.out, args.part)
     else:
-        {"search": stage_search, "screen": stage_screen}[args.stage](args.out)
+        stage_search(args.out)
 
 
 if __name__ == "__main__":
