@@ -250,8 +250,10 @@ class Arms:
     (the base model's held-out scans are the `scan` stage's). "causal" = the screening prompts
     (training prompts), "verify" = the 200 held-out prompts."""
 
-    def __init__(self, backend: HFBackend, out: Path) -> None:
-        self.backend, self.out = backend, out
+    def __init__(self, backend: HFBackend, out: Path, only: set[str] | None = None) -> None:
+        # only: read the arms' records as they stand, restricted to these prompt ids (a
+        # comparison of unfinished arms on the prompts every arm has finished).
+        self.backend, self.out, self.only = backend, out, only
 
     def generate(self, prompts: str, temperature: float, label: str) -> ScanOutcomes:
         slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in label)
@@ -259,6 +261,11 @@ class Arms:
         if prompts == "verify":
             if label == "base":
                 folder = base_folder(self.out, HELDOUT_SEED, temperature)
+            if self.only is not None:
+                samples = [
+                    s for s in read_samples(folder / "records.jsonl") if s.prompt_id in self.only
+                ]
+                return ScanOutcomes(temperature, tuple(samples), folder)
             samples = arm_scan(self.backend, SUITE, HELDOUT_SEED, temperature, folder, PROMPTS)
         else:
             suite = str(self.out / "screen" / "prompts.jsonl")
@@ -365,7 +372,53 @@ VERIFY = REPAIR.model_copy(
 )
 
 
-def stage_verify(out: Path, temperatures: list[float], part: tuple[int, int] | None) -> None:
+def _edit_checks(
+    out: Path,
+    model: Any,
+    tokenizer: Any,
+    chosen: Candidate,
+    controls: list[Candidate],
+    config: RepairConfig,
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """KL on held-out normal text (non-looping base answers) and perplexity on the plain text,
+    float32, for the candidate and every control; kept in verify/edit-checks.json."""
+    cache = out / "verify" / "edit-checks.json"
+    if cache.exists():
+        stored = json.loads(cache.read_text())
+        return stored["kl"], stored["perplexity"]
+    heldout = list(read_samples(base_folder(out, HELDOUT_SEED, 0.0) / "records.jsonl"))
+    prompts = {i.id: i for i in load_suite(SUITE, PROMPTS, HELDOUT_SEED)}
+    normal = [
+        (ids + list(s.tokens), len(ids))
+        for s in heldout
+        if not is_loop(s) and s.tokens
+        for ids in [prompt_ids(prompts[s.prompt_id], tokenizer, None)]
+    ][:KL_TEXTS]
+    batches = walk_batches(
+        normal, PROBE_BATCH, int(tokenizer.pad_token_id or 0), REPAIR.kl_positions
+    )
+    seeds = range(config.control_seed, config.control_seed + len(controls))
+    edits = {"patched": chosen, **{f"control_{s}": c for s, c in zip(seeds, controls, strict=True)}}
+    kl = {
+        name: text_kl(model, batches, build_patch(model, c.requests)) for name, c in edits.items()
+    }
+    perplexity = {
+        name: general_ability(model, tokenizer, c.requests, config) for name, c in edits.items()
+    }
+    write_json_atomic(cache, {"kl": kl, "perplexity": perplexity, "normal_texts": len(normal)})
+    return kl, perplexity
+
+
+def _finished_everywhere(out: Path, temperatures: list[float]) -> set[str]:
+    folders = [base_folder(out, HELDOUT_SEED, t) for t in temperatures]
+    folders += [f for t in temperatures for f in (out / "arms" / "verify").glob(f"*-T{t:g}")]
+    finished = [{s.prompt_id for s in read_samples(f / "records.jsonl")} for f in folders]
+    return set.intersection(*finished)
+
+
+def stage_verify(
+    out: Path, temperatures: list[float], part: tuple[int, int] | None, partial: bool
+) -> None:
     """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
     seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
     directions = torch.load(out / "search" / "directions.pt")
@@ -383,7 +436,11 @@ def stage_verify(out: Path, temperatures: list[float], part: tuple[int, int] | N
         for seed in seeds
     ]
     config = VERIFY.model_copy(update={"temperatures": tuple(temperatures)})
-    arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out)
+    only = _finished_everywhere(out, temperatures) if partial else None
+    arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out, only)
+    if part == (0, 0):  # only the KL and perplexity of the edits (side by side with the arms)
+        _edit_checks(out, exact_model, tokenizer, chosen, controls, config)
+        return
     if part is not None:  # generate only this process's share of the arms (side by side)
         index, parts = part
         verifier = Verifier(model, arms, config)
@@ -394,30 +451,8 @@ def stage_verify(out: Path, temperatures: list[float], part: tuple[int, int] | N
     clock = StageClock()
     with clock.stage("generate"):
         by_temperature = Verifier(model, arms, config).full(chosen, controls)
-    heldout = list(read_samples(base_folder(out, HELDOUT_SEED, 0.0) / "records.jsonl"))
-    prompts = {i.id: i for i in load_suite(SUITE, PROMPTS, HELDOUT_SEED)}
-    normal = [
-        (ids + list(s.tokens), len(ids))
-        for s in heldout
-        if not is_loop(s) and s.tokens
-        for ids in [prompt_ids(prompts[s.prompt_id], tokenizer, None)]
-    ][:KL_TEXTS]
-    batches = walk_batches(
-        normal, PROBE_BATCH, int(tokenizer.pad_token_id or 0), REPAIR.kl_positions
-    )
     with clock.stage("kl+perplexity"):
-        edits = {
-            "patched": chosen,
-            **{f"control_{s}": c for s, c in zip(seeds, controls, strict=True)},
-        }
-        kl = {
-            name: text_kl(exact_model, batches, build_patch(exact_model, c.requests))
-            for name, c in edits.items()
-        }
-        perplexity = {
-            name: general_ability(exact_model, tokenizer, c.requests, config)
-            for name, c in edits.items()
-        }
+        kl, perplexity = _edit_checks(out, exact_model, tokenizer, chosen, controls, config)
     touched = build_patch(exact_model, chosen.requests).touched_fraction
     checks = acceptance_checks(
         by_temperature["0.0"],
@@ -445,6 +480,7 @@ def stage_verify(out: Path, temperatures: list[float], part: tuple[int, int] | N
             "verdict": verdict,
             "config": config.model_dump(mode="json"),
             "timing": clock.to_dict(),
+            "prompts_compared": len(only) if only is not None else PROMPTS,
         },
     )
 
@@ -467,13 +503,18 @@ def main(argv: list[str] | None = None) -> None:
         "then once without --part to collect); screen --part 0/0: only the base arm",
     )
     parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="verify: compare the arms as they stand, on the prompts every arm has finished",
+    )
+    parser.add_argument(
         "--temperatures", type=float, nargs="+", default=[0.0], help="verify: temperatures"
     )
     args = parser.parse_args(argv)
     if args.stage == "scan":
         stage_scan(args.out, args.scans)
     elif args.stage == "verify":
-        stage_verify(args.out, args.temperatures, args.part)
+        stage_verify(args.out, args.temperatures, args.part, args.partial)
     elif args.stage == "screen":
         stage_screen(args.out, args.part)
     else:
