@@ -73,9 +73,34 @@ class RepairConfig(BaseModel):
         48, ge=8, description="generation cap (the testbed's; of the own scan on a suite)"
     )
     verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
-    control_seed: int = Field(77, description="seed of the random-direction control")
+    control_seed: int = Field(
+        77, description="seed of the first random-direction control (the others: +1, +2, ...)"
+    )
+    control_seeds: int = Field(
+        3, ge=1, description="random-direction controls, each norm-matched to the candidate"
+    )
     min_reduction: float = Field(
         0.5, gt=0, le=1, description="relative loop reduction a patch must reach at --temperature"
+    )
+    significance: float = Field(
+        0.05, gt=0, lt=1, description="largest McNemar p-value of an accepted loop reduction"
+    )
+    control_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="every control's loop reduction must stay below this share of the patch's",
+    )
+    perplexity_text: Path | None = Field(
+        None,
+        description="plain text (UTF-8, not from the suite) of the general-ability check; None: "
+        "no perplexity check (the testbed has no natural-language vocabulary)",
+    )
+    perplexity_tokens: int = Field(
+        4096, ge=64, description="tokens of the perplexity text used (windows of 256)"
+    )
+    max_perplexity_increase: float = Field(
+        0.02, ge=0, description="relative perplexity increase allowed on the plain text"
     )
     gen_batch_size: int = Field(500, ge=1, description="prompts per generation batch")
     max_touched_fraction: float = Field(

@@ -13,32 +13,40 @@ from loopfix.repair.verification import temperature_key
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["decide"]
+__all__ = ["acceptance_checks", "decide"]
 
 
-def _checks(
+def acceptance_checks(
     primary: dict[str, Any],
     greedy: dict[str, Any] | None,
     kl: float,
     touched: float,
-    causal: dict[str, Any],
+    perplexity_ratio: float | None,
+    causal: dict[str, Any] | None,
     config: RepairConfig,
 ) -> dict[str, bool]:
-    base, patched, control = (
-        primary[arm]["loop_rate"] for arm in ("base", "patched", "random_control")
-    )
+    """Every acceptance rule by name. `primary` / `greedy`: a temperature block of
+    `Verifier.full` (base, patched, controls, paired); `perplexity_ratio`: edited / base
+    perplexity on the plain text (None: not measured, no check); `causal`: the activation-level
+    check (None: not run, no check)."""
+    base, patched = primary["base"]["loop_rate"], primary["patched"]["loop_rate"]
     paired = primary["paired"]["patched"]
-    reduction, control_reduction = base - patched, base - control
+    reduction = base - patched
+    control_reductions = [base - control["loop_rate"] for control in primary["controls"]]
     checks = {
         "loops_fall_significantly": paired["loops_removed"] > paired["loops_added"]
-        and paired["loop_mcnemar_p"] < 0.05,
+        and paired["loop_mcnemar_p"] < config.significance,
         "loops_fall_enough": base > 0 and patched <= (1 - config.min_reduction) * base,
-        "control_below_half_the_reduction": reduction > 0 and control_reduction < 0.5 * reduction,
+        "controls_below_share_of_the_reduction": reduction > 0
+        and all(r < config.control_share * reduction for r in control_reductions),
         "success_not_down_primary": paired["rescues"] >= paired["regressions"],
         "kl_within_budget": kl <= config.max_kl,
         "touched_within_budget": touched <= config.max_touched_fraction,
-        "activation_ablation_removes_loops": bool(causal["summary"]["removes_loops"]),
     }
+    if perplexity_ratio is not None:
+        checks["perplexity_within_budget"] = perplexity_ratio <= 1 + config.max_perplexity_increase
+    if causal is not None:
+        checks["activation_ablation_removes_loops"] = bool(causal["summary"]["removes_loops"])
     if greedy is not None:
         greedy_paired = greedy["paired"]["patched"]
         checks["success_not_down_greedy"] = greedy_paired["rescues"] >= greedy_paired["regressions"]
@@ -54,12 +62,16 @@ def decide(
     by_temperature: dict[str, dict[str, Any]],
     causal: dict[str, Any],
     config: RepairConfig,
+    perplexity: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     patch = build_patch(model, chosen.requests)
     control_proxy = scorer.score(build_patch(model, control.requests))
     primary = by_temperature[temperature_key(config.temperature)]
     greedy = by_temperature.get(temperature_key(0.0))
-    checks = _checks(primary, greedy, proxy.kl, patch.touched_fraction, causal, config)
+    ratio = None if perplexity is None else perplexity["ratio"]
+    checks = acceptance_checks(
+        primary, greedy, proxy.kl, patch.touched_fraction, ratio, causal, config
+    )
     accepted = all(checks.values())
     failed = [name for name, ok in checks.items() if not ok]
     verdict = (
@@ -78,6 +90,7 @@ def decide(
         "patched": primary["patched"],
         "random_control": primary["random_control"],
         "by_temperature": by_temperature,
+        "perplexity": perplexity,
         "kl": proxy.kl,
         "control_kl": control_proxy.kl,
         "rescues": paired["rescues"],

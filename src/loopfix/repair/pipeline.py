@@ -45,6 +45,7 @@ from loopfix.repair.directions import (
     random_directions,
 )
 from loopfix.repair.optuna_search import optuna_search
+from loopfix.repair.perplexity import general_ability
 from loopfix.repair.probe import ClassMeans, class_means, projections
 from loopfix.repair.report import render_report
 from loopfix.repair.result import RepairResult
@@ -175,9 +176,10 @@ def run_repair(
         )
         ranked = _search(model, directions, scorer, config)
     report(f"best proxy: {ranked[0][0].label()} {ranked[0][1].to_dict()}")
-    controls = random_directions(
-        len(decoder_layers(model)), residual_width(model), config.control_seed
-    )
+    controls = [
+        random_directions(len(decoder_layers(model)), residual_width(model), seed)
+        for seed in range(config.control_seed, config.control_seed + config.control_seeds)
+    ]
     prompts = ScanPrompts(
         model, tokenizer, inputs.scan, inputs.prompt_sets, config, out / "verification"
     )
@@ -185,22 +187,32 @@ def run_repair(
     with clock.stage("causal check"):
         top = ranked[0][0]
         causal = causal_check(
-            verifier, model, top.kind, top.layers, top.alpha, directions.vectors, controls, config
+            verifier,
+            model,
+            top.kind,
+            top.layers,
+            top.alpha,
+            directions.vectors,
+            controls[0],
+            config,
         )
     report(f"causal check: {json.dumps(causal['summary'])}")
     with clock.stage("verify"):
         chosen, screening = verifier.screen([c for c, _ in ranked[: config.verify_top]])
-        control = norm_matched_control(model, chosen, controls)
-        verification = verifier.full(chosen, control)
+        control_edits = [norm_matched_control(model, chosen, c) for c in controls]
+        verification = verifier.full(chosen, control_edits)
+    with clock.stage("perplexity"):
+        perplexity = general_ability(model, tokenizer, chosen.requests, config)
     result = decide(
         model,
         chosen,
         next(s for c, s in ranked if c is chosen),
-        control,
+        control_edits[0],
         scorer,
         verification,
         causal,
         config,
+        perplexity,
     )
     result.update(
         model=model_spec,

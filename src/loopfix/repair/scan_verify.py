@@ -105,7 +105,8 @@ class ScanPrompts:
         run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size))
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
-    def compare(self, base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
+    @staticmethod
+    def compare(base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
         paired = compare_samples(list(base.samples), list(other.samples))["overall"]
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(

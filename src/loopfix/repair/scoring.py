@@ -22,7 +22,7 @@ from loopfix.repair.replay import PrefixCache, readout_logprobs
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["ProxyScore", "Scorer"]
+__all__ = ["ProxyScore", "Scorer", "mean_kl", "text_kl"]
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,21 @@ class Scorer:
                 name: readout_logprobs(self.model, batches, caches[name])
                 for name, batches in self.sets.items()
             }
-        kl_sum = sum(
-            float((base.exp() * (base - new)).sum())
-            for base, new in zip(self.base_kl, lp["kl"], strict=True)
-        )
-        states = sum(len(b.targets) for b in self.sets["kl"])
         return ProxyScore(
             d_rep=_target_logprob(lp["rep"], self.sets["rep"]) - self.base_lp["rep"],
             d_prod=_target_logprob(lp["prod"], self.sets["prod"]) - self.base_lp["prod"],
-            kl=kl_sum / states,
+            kl=mean_kl(self.base_kl, lp["kl"]),
         )
+
+
+def mean_kl(base: Sequence[torch.Tensor], new: Sequence[torch.Tensor]) -> float:
+    """KL(base || new) per read-out state, from per-batch [states, vocab] log-probs."""
+    total = sum(float((b.exp() * (b - n)).sum()) for b, n in zip(base, new, strict=True))
+    return total / sum(len(b) for b in base)
+
+
+def text_kl(model: PreTrainedModel, batches: Sequence[ProbeBatch], patch: Patch) -> float:
+    """KL(base || edited) per token on normal text, full forward passes (no caches)."""
+    base = readout_logprobs(model, batches)
+    with patched(model, patch):
+        return mean_kl(base, readout_logprobs(model, batches))

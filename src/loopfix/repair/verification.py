@@ -19,7 +19,7 @@ from loopfix.repair.config import RepairConfig
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["PromptSets", "Verifier", "temperature_key"]
+__all__ = ["PromptSets", "Verifier", "reduction_interval", "temperature_key"]
 
 
 class Summarised(Protocol):
@@ -113,18 +113,49 @@ class Verifier(Generic[OutcomesT]):
         best = max(range(len(rows)), key=lambda i: key(rows[i]))
         return candidates[best], rows
 
-    def full(self, chosen: Candidate, control: Candidate) -> dict[str, dict[str, Any]]:
-        """Base, patched and control at every temperature, each arm paired with the base."""
+    def full(self, chosen: Candidate, controls: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
+        """Base, patched and every control at every temperature, each arm paired with the base;
+        "random_control" is the first control (the one the patch's model card names) and
+        "control_interval" summarises the controls' loop-rate reductions."""
         by_temperature = {}
         for temperature in self.config.temperatures:
             base = self.base("verify", temperature)
-            arms = {
-                "patched": self.edited(chosen, temperature),
-                "random_control": self.edited(control, temperature),
-            }
+            patched_arm = self.edited(chosen, temperature)
+            control_arms = [self.edited(control, temperature) for control in controls]
+            summaries = [arm.summary() for arm in control_arms]
             by_temperature[temperature_key(temperature)] = {
                 "base": base.summary(),
-                **{name: outcomes.summary() for name, outcomes in arms.items()},
-                "paired": {name: self.compare(base, o) for name, o in arms.items()},
+                "patched": patched_arm.summary(),
+                "random_control": summaries[0],
+                "controls": summaries,
+                "control_interval": reduction_interval(
+                    [base.summary()["loop_rate"] - s["loop_rate"] for s in summaries]
+                ),
+                "paired": {
+                    "patched": self.compare(base, patched_arm),
+                    "random_control": self.compare(base, control_arms[0]),
+                },
+                "paired_controls": [self.compare(base, arm) for arm in control_arms],
             }
         return by_temperature
+
+
+def reduction_interval(reductions: Sequence[float], level: float = 0.95) -> dict[str, Any]:
+    """Mean of the controls' loop-rate reductions with a Student-t interval over seeds (a
+    single control has no interval: low = high = its value)."""
+    from scipy.stats import t
+
+    count = len(reductions)
+    mean = sum(reductions) / count
+    if count == 1:
+        return {"seeds": 1, "mean": mean, "low": mean, "high": mean, "values": list(reductions)}
+    sd = (sum((r - mean) ** 2 for r in reductions) / (count - 1)) ** 0.5
+    half = float(t.ppf(0.5 + level / 2, count - 1)) * sd / count**0.5
+    return {
+        "seeds": count,
+        "mean": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "level": level,
+        "values": list(reductions),
+    }
