@@ -11,7 +11,6 @@ from loopfix.models import load_model
 from loopfix.patch import EditSite, build_patch
 from loopfix.repair import RepairConfig
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.branches import make_pairs, normal_walks
 from loopfix.repair.candidates import candidate_grid, norm_matched_control
 from loopfix.repair.decide import acceptance_checks
 from loopfix.repair.directions import random_directions
@@ -20,6 +19,7 @@ from loopfix.repair.linear_proxy import LinearProxy
 from loopfix.repair.perplexity import general_ability, text_windows
 from loopfix.repair.pipeline import find_directions
 from loopfix.repair.scoring import Scorer
+from loopfix.repair.sources.testbed import make_pairs, normal_walks
 from loopfix.repair.verification import reduction_interval
 
 pytestmark = pytest.mark.slow
