@@ -178,7 +178,7 @@ def _measure(rows: list[tuple[float, float, float, float]]) -> MeasureStage:
         MeasureSetting(t, 10, loop, cut, loop, accuracy, 10, 20.0, None, None, None, {}, 0)
         for t, loop, cut, accuracy in rows
     ]
-    return MeasureStage("arith", 64, "scan", settings, False, {})
+    return MeasureStage("arith", 64, "scan", settings, False, {}, "hf", "float32")
 
 
 def test_the_recommendation_never_trades_accuracy_for_fewer_cuts() -> None:
