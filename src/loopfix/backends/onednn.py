@@ -2,8 +2,8 @@
 
 torch runs a float32 `nn.Linear` on CPU through MKL's sgemm, and a bfloat16 one through oneDNN.
 On the AMD EPYC machines this project runs on, MKL's sgemm reaches about 90 GFLOP/s per core on
-the decode engine's shapes (16 rows x SmolLM2's 576-1536 wide projections) and 55 on its
-49,152-wide output layer, where oneDNN's reaches 140-155 and 100 (`bench/bench_real_model.py
+the decode engine's shapes (16 rows x SmolLM2's 576-1536 wide projections) and 48 on its
+49,152-wide output layer, where oneDNN's reaches 105-155 and 98 (`bench/bench_real_model.py
 --matmul`): a float32 engine step is mostly these matrix multiplies, and vLLM-CPU runs them on
 oneDNN. `use_onednn_linears` switches a model's linear layers to `OneDNNLinear`, which calls
 oneDNN's linear on the same weights (no copy) whenever no gradient is wanted; with gradients,
@@ -34,7 +34,14 @@ class OneDNNLinear(nn.Linear):
             or self.weight.dtype != torch.float32
         ):
             return super().forward(input)
-        return torch.ops.mkldnn._linear_pointwise(input, self.weight, self.bias, "none", [], "")
+        return self.forward_on_weights(input, self.weight, self.bias)
+
+    @staticmethod
+    def forward_on_weights(
+        input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """oneDNN's `input @ weight.T + bias` (float32, CPU)."""
+        return torch.ops.mkldnn._linear_pointwise(input, weight, bias, "none", [], "")
 
 
 def use_onednn_linears(model: nn.Module) -> int:
