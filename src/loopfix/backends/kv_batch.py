@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import torch
+from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
@@ -72,14 +73,16 @@ class KVBatch:
             mask[row, width - len(context) :] = 1
         ids, mask = ids.to(device), mask.to(device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        logits = self._forward(ids, mask, positions).logits[:, -1, :].float()
+        with record_function("engine prefill"):  # named in profiles (bench_real_model --profile)
+            logits = self._forward(ids, mask, positions).logits[:, -1, :].float()
         self.mask, self.positions = mask, positions[:, -1] + 1
         return logits
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
         self.mask = torch.cat([self.mask, ones], dim=1)
-        logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
+        with record_function("engine decode step"):
+            logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
         self.positions = self.positions + 1
         return cast(torch.Tensor, logits.logits[:, -1, :].float())
 
