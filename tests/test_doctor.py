@@ -137,6 +137,9 @@ def test_a_model_that_never_loops_gets_a_report_saying_so(
     config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=3, max_new_tokens=4)
     result = run_doctor(config, lambda line: None)
     assert result.measure.suite == "arith" and result.measure.loops == 0
+    # vLLM-CPU has no attention kernel for its 8-wide heads: with .venv-vllm present the
+    # measure stage falls back to hf once vLLM dies, and says so; without it, hf at once.
+    assert (result.measure.backend, result.measure.dtype) == ("hf", "float32")
     assert result.guards.skipped and "nothing for a guard to remove" in result.guards.skipped
     assert result.repair.skipped and "--min-loops" in result.repair.skipped
     assert not (tmp_path / "repair").exists() and not (tmp_path / "guards").exists()

@@ -5,13 +5,16 @@ venv (`.venv-vllm`), in a child process, on this very loopfix source.
 
 The parent writes the `ScanConfig` (backend `vllm`) as JSON and starts the child; the child
 prints a `MESSAGE_PREFIX` line per finished batch, which the parent hands to its `on_progress`,
-and one with its peak resident memory at the end, which counts in the open stage's peak
-(`note_peak`); every other line (vLLM's own log) goes to OUT/vllm.log. The records, summary.json
-and report.html are the scan's own, so a killed scan resumes like any other.
+one with its peak resident memory at the end, which counts in the open stage's peak
+(`note_peak`), and, when the scan refuses its input, the error's class and message, which the
+parent raises as the same error; every other line (vLLM's own log) goes to OUT/vllm.log. A
+child that dies otherwise (vLLM cannot run the model) is a `VLLMScanFailed`. The records,
+summary.json and report.html are the scan's own, so a killed scan resumes like any other.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -27,17 +30,21 @@ from loopfix.repair.stages import note_peak, peak_rss_mib
 from loopfix.scan.config import ScanConfig
 from loopfix.scan.run import Progress
 
-__all__ = ["MESSAGE_PREFIX", "scan_under_vllm"]
+__all__ = ["MESSAGE_PREFIX", "VLLMScanFailed", "scan_under_vllm"]
 
 MESSAGE_PREFIX = "loopfix-vllm-scan "
 LOG_NAME = "vllm.log"
+
+
+class VLLMScanFailed(BackendError):
+    """The vLLM child died on something other than the scan's input (its last log line)."""
 
 
 def scan_under_vllm(
     config: ScanConfig, python: Path, threads: int, on_progress: Progress | None = None
 ) -> dict:
     """Run `config` (backend `vllm`) under `python` with `threads` OpenMP threads; the scan's
-    summary.json as a dict. A child that fails is a BackendError with its last log line."""
+    summary.json as a dict."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     job = out / "vllm_scan.json"
@@ -49,16 +56,21 @@ def scan_under_vllm(
     )
     command = [str(python), "-m", "loopfix.backends.vllm_scan", str(job)]
     tail: deque[str] = deque(maxlen=1)
-    with (out / LOG_NAME).open("w") as log:
-        child = subprocess.Popen(
+    refused: dict = {}
+    with (
+        (out / LOG_NAME).open("w") as log,
+        subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-        )
+        ) as child,
+    ):
         assert child.stdout is not None
         for line in child.stdout:
             if line.startswith(MESSAGE_PREFIX):
                 message = json.loads(line.removeprefix(MESSAGE_PREFIX))
                 if "peak_mib" in message:
                     note_peak(message["peak_mib"])
+                elif "error" in message:
+                    refused = message
                 elif on_progress is not None:
                     on_progress(*message["progress"])
                 continue
@@ -66,9 +78,13 @@ def scan_under_vllm(
             if line.strip():
                 tail.append(line.strip())
         code = child.wait()
+    if refused:
+        module, name = refused["type"].split(":")
+        raise getattr(importlib.import_module(module), name)(refused["error"])
     if code != 0:
         last = tail[0] if tail else "no output"
-        raise BackendError(f"the vLLM scan under {python} exited {code} ({out / LOG_NAME}): {last}")
+        path = out / LOG_NAME
+        raise VLLMScanFailed(f"the vLLM scan under {python} exited {code} ({path}): {last}")
     return dict(json.loads((out / "summary.json").read_text()))
 
 
@@ -84,7 +100,8 @@ def main() -> None:
     try:
         run_scan(config, on_progress=lambda done, total: _tell({"progress": [done, total]}))
     except LoopfixError as error:
-        print(f"error: {error}", flush=True)
+        kind = type(error)
+        _tell({"error": str(error), "type": f"{kind.__module__}:{kind.__qualname__}"})
         raise SystemExit(1) from None
     _tell({"peak_mib": peak_rss_mib()})
 

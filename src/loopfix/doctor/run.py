@@ -127,7 +127,7 @@ def run_doctor(
     cache = _StageCache(config.out, clock, report)
 
     measured = cache.run(
-        "measure", lambda: measure_stage(config, on_progress), MeasureStage.from_dict
+        "measure", lambda: measure_stage(config, on_progress, report), MeasureStage.from_dict
     )
     # The measured config has every default filled; a moved OUT keeps working from where it is.
     final = DoctorConfig.model_validate({**measured.config, "out": config.out})

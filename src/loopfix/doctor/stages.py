@@ -111,19 +111,29 @@ def scan_config(
     )
 
 
-def measure_stage(config: DoctorConfig, on_progress: Progress | None) -> MeasureStage:
-    """`run_scan` of the suite at every temperature, on `measure_backend_name`'s backend."""
+def measure_stage(
+    config: DoctorConfig, on_progress: Progress | None, report: Callable[[str], None] = print
+) -> MeasureStage:
+    """`run_scan` of the suite at every temperature, on `measure_backend_name`'s backend. With
+    `auto`, a model vLLM cannot run (its child dies before any record) is measured on hf."""
     folder = config.out / "measure"
     if measure_backend_name(config) == "vllm":
         import torch
 
-        from loopfix.backends.vllm_scan import scan_under_vllm
+        from loopfix.backends.vllm_scan import VLLMScanFailed, scan_under_vllm
 
         resolved = config.resolved(testbed=False)  # the choice of vllm excludes a testbed
         scan = scan_config(resolved, folder, resolved.temperatures, backend="vllm")
         threads = torch.get_num_threads()
-        summary = scan_under_vllm(scan, resolved.vllm_python, threads, on_progress)
-        return _measured(resolved, False, folder, summary)
+        try:
+            summary = scan_under_vllm(scan, resolved.vllm_python, threads, on_progress)
+            return _measured(resolved, False, folder, summary)
+        except VLLMScanFailed as error:
+            records = folder / "records.jsonl"
+            if config.measure_backend == "vllm" or (records.is_file() and records.stat().st_size):
+                raise
+            report(f"[measure] {error}; measuring on hf instead")
+            (folder / "scan.json").unlink()  # the identity of a scan that generated nothing
     backend, testbed = open_measure_backend(config)
     try:
         resolved = config.resolved(testbed)
