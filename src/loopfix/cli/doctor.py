@@ -40,6 +40,8 @@ def doctor_command(
     consistency: bool = typer.Option(_default("consistency"), help=_help("consistency")),
     min_loops: int = typer.Option(_default("min_loops"), help=_help("min_loops")),
     batch_size: int = typer.Option(_default("batch_size"), help=_help("batch_size")),
+    measure_backend: str = typer.Option(_default("measure_backend"), help=_help("measure_backend")),
+    vllm_python: Path = typer.Option(_default("vllm_python"), help=_help("vllm_python")),
     model_name: str | None = typer.Option(None, help=_help("model_name")),
     quick: bool = typer.Option(_default("quick"), "--quick", help=_help("quick")),
     out: Path = typer.Option(_default("out"), "--out", help=_help("out")),
@@ -73,6 +75,8 @@ def doctor_command(
         consistency=consistency,
         min_loops=min_loops,
         batch_size=batch_size,
+        measure_backend=measure_backend,
+        vllm_python=vllm_python,
         model_name=model_name,
         quick=quick,
     )

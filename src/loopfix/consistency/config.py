@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from loopfix.errors import LoopfixError
+from loopfix.vllm_venv import VLLM_PYTHON
 
 __all__ = ["CHEAP_CHECKS", "CHECK_NAMES", "ConsistencyConfig", "ConsistencyError"]
 
@@ -86,7 +87,7 @@ class ConsistencyConfig(BaseModel):
         "one; False: raw text; None: when the tokenizer has one)",
     )
     vllm_python: Path = Field(
-        Path(".venv-vllm/bin/python"),
+        VLLM_PYTHON,
         description="python of the vLLM venv; backend's vLLM arm is skipped when it is absent",
     )
     url: str | None = Field(None, description="OpenAI-compatible server compared by backend")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from loopfix.vllm_venv import VLLM_PYTHON
 
 __all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig", "is_url"]
 
@@ -74,6 +76,16 @@ class DoctorConfig(BaseModel):
         8, ge=1, description="looping samples the measure stage must find before a repair runs"
     )
     batch_size: int = Field(16, ge=1, description="prompts per batch")
+    measure_backend: Literal["auto", "hf", "vllm"] = Field(
+        "auto",
+        description="backend of the measure stage; auto: vllm (offline, the checkpoint's dtype, "
+        "run under --vllm-python) when that python exists and the model is a local folder other "
+        "than a star-graph testbed, else hf. The guards and repair stay on hf (rollback)",
+    )
+    vllm_python: Path = Field(
+        VLLM_PYTHON,
+        description="python of the vLLM venv (the measure stage's and the consistency checks')",
+    )
     model_name: str | None = Field(None, description="served model name (URL models)")
     quick: bool = Field(False, description="a first look: few prompts, short cap, three guards")
 
@@ -91,4 +103,4 @@ class DoctorConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What decides the doctor's results: a rerun with another identity is refused."""
-        return self.model_dump(mode="json", exclude={"out"})
+        return self.model_dump(mode="json", exclude={"out", "vllm_python"})

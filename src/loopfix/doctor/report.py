@@ -116,7 +116,8 @@ def render_markdown(result: DoctorResult) -> str:
         f"# loopfix doctor: {result.model}",
         "",
         f"Suite `{measure.suite}`, {measure.settings[0].n + measure.settings[0].overlong} "
-        f"prompts per temperature, cap {measure.max_new_tokens} tokens. {_DEFINITIONS}",
+        f"prompts per temperature, cap {measure.max_new_tokens} tokens, measured on "
+        f"{measure.backend}{f' in {measure.dtype}' if measure.dtype else ''}. {_DEFINITIONS}",
         "",
         "## Recommendation",
         "",

@@ -53,6 +53,8 @@ class MeasureStage:
     settings: list[MeasureSetting]
     testbed: bool  # a star-graph testbed (its repair has the teacher's branches)
     config: dict[str, Any]  # the doctor's config with every default filled for this model
+    backend: str  # what generated: hf, vllm or openai
+    dtype: str | None  # the weights' dtype as it ran (None: a server's, unknown)
 
     @property
     def loops(self) -> int:

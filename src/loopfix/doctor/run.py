@@ -3,7 +3,8 @@
 Steps (each prints its time and peak memory, and is cached in OUT/stages/NAME.json so a killed
 run, rerun with the same arguments, continues after the last finished stage; the scans inside
 a stage resume too):
-1. measure: `run_scan` of the suite at every temperature (T = 0, 0.6, 1.0) into OUT/measure.
+1. measure: `run_scan` of the suite at every temperature (T = 0, 0.6, 1.0) into OUT/measure,
+   on offline vLLM in the checkpoint's dtype where .venv-vllm exists (`measure_backend_name`).
 2. guards: `run_compare` of the guard set at the loopiest temperature into OUT/guards (skipped
    for a URL model, or when nothing looped).
 3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs a
@@ -43,7 +44,6 @@ from loopfix.doctor.stages import (
     consistency_stage,
     guard_stage,
     measure_stage,
-    open_measure_backend,
     repair_stage,
 )
 from loopfix.repair import RepairConfig
@@ -126,14 +126,9 @@ def run_doctor(
     clock = StageClock(report)
     cache = _StageCache(config.out, clock, report)
 
-    def measure() -> MeasureStage:
-        backend, testbed = open_measure_backend(config)
-        try:
-            return measure_stage(config.resolved(testbed), testbed, backend, on_progress)
-        finally:
-            backend.close()
-
-    measured = cache.run("measure", measure, MeasureStage.from_dict)
+    measured = cache.run(
+        "measure", lambda: measure_stage(config, on_progress, report), MeasureStage.from_dict
+    )
     # The measured config has every default filled; a moved OUT keeps working from where it is.
     final = DoctorConfig.model_validate({**measured.config, "out": config.out})
     guards = cache.run("guards", lambda: guard_stage(final, measured), GuardStage.from_dict)

@@ -1,6 +1,7 @@
 """The doctor's stages, each a function from what came before to its typed result.
 
-measure: `run_scan` of the suite at every temperature -> guards: `run_compare` at the loopiest
+measure: `run_scan` of the suite at every temperature (on vLLM where it is installed, see
+`measure_backend_name`) -> guards: `run_compare` at the loopiest
 temperature -> repair: `run_repair` (the testbed teacher's branches on a testbed, the measure
 scan's records elsewhere), whose verification is the verify stage (verify.json) -> consistency:
 the cheap checks of `run_consistency` on a few prompts.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from loopfix.backends.base import Backend
 from loopfix.doctor.config import CONSISTENCY_DIR, DoctorConfig, is_url
@@ -31,6 +33,7 @@ __all__ = [
     "consistency_stage",
     "doctor_repair_config",
     "guard_stage",
+    "measure_backend_name",
     "measure_stage",
     "open_measure_backend",
     "repair_stage",
@@ -46,9 +49,31 @@ class DoctorInputError(LoopfixError, ValueError):
     """A doctor run that cannot measure anything as asked (one line: what to change)."""
 
 
+def measure_backend_name(config: DoctorConfig) -> str:
+    """`config.measure_backend` with `auto` decided: openai for a URL; vllm when its python
+    exists and the model is a local folder other than a star-graph testbed (vLLM, the fastest
+    backend here, measures; a testbed generates in seconds on hf, less than vLLM takes to start);
+    else hf."""
+    if is_url(config.model):
+        return "openai"
+    if config.measure_backend != "auto":
+        return config.measure_backend
+    if not config.vllm_python.is_file():
+        return "hf"
+    from transformers import AutoTokenizer
+
+    from loopfix.lab.tokenizer import is_testbed_tokenizer
+    from loopfix.models import resolve_model_path
+
+    folder = Path(resolve_model_path(config.model))
+    if not folder.is_dir():  # a hub id: vLLM would download it; hf reads the hub cache
+        return "hf"
+    return "hf" if is_testbed_tokenizer(AutoTokenizer.from_pretrained(folder)) else "vllm"
+
+
 def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
-    """The backend of the measure stage, and whether the model is a star-graph testbed (its
-    tokenizer is the testbed's)."""
+    """The in-process backend of the measure stage (hf or openai), and whether the model is a
+    star-graph testbed (its tokenizer is the testbed's)."""
     if is_url(config.model):
         from loopfix.scan.backend import open_backend
 
@@ -66,7 +91,10 @@ def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
     return hf, is_testbed_tokenizer(hf.tokenizer)
 
 
-def scan_config(config: DoctorConfig, out: Path, temperatures: list[float]) -> ScanConfig:
+def scan_config(
+    config: DoctorConfig, out: Path, temperatures: list[float], backend: str | None = None
+) -> ScanConfig:
+    """The scan a stage runs; `backend` None: hf, or openai for a URL."""
     assert config.suite is not None and config.max_new_tokens is not None
     return ScanConfig(
         model=config.model,
@@ -76,22 +104,52 @@ def scan_config(config: DoctorConfig, out: Path, temperatures: list[float]) -> S
         seed=config.seed,
         max_new_tokens=config.max_new_tokens,
         batch_size=config.batch_size,
-        backend="openai" if is_url(config.model) else "hf",
+        backend=backend or ("openai" if is_url(config.model) else "hf"),
         model_name=config.model_name,
         out=out,
     )
 
 
 def measure_stage(
-    config: DoctorConfig, testbed: bool, backend: Backend, on_progress: Progress | None
+    config: DoctorConfig, on_progress: Progress | None, report: Callable[[str], None] = print
 ) -> MeasureStage:
-    """`config` resolved (every default filled)."""
+    """`run_scan` of the suite at every temperature, on `measure_backend_name`'s backend. With
+    `auto`, a model vLLM cannot run (its child dies before any record) is measured on hf."""
     folder = config.out / "measure"
-    result = run_scan(scan_config(config, folder, config.temperatures), backend, on_progress)
+    if measure_backend_name(config) == "vllm":
+        import torch
+
+        from loopfix.backends.vllm_scan import VLLMScanFailed, scan_under_vllm
+
+        resolved = config.resolved(testbed=False)  # the choice of vllm excludes a testbed
+        scan = scan_config(resolved, folder, resolved.temperatures, backend="vllm")
+        threads = torch.get_num_threads()
+        try:
+            summary = scan_under_vllm(scan, resolved.vllm_python, threads, on_progress)
+            return _measured(resolved, False, folder, summary)
+        except VLLMScanFailed as error:
+            records = folder / "records.jsonl"
+            if config.measure_backend == "vllm" or (records.is_file() and records.stat().st_size):
+                raise
+            report(f"[measure] {error}; measuring on hf instead")
+            (folder / "scan.json").unlink()  # the identity of a scan that generated nothing
+    backend, testbed = open_measure_backend(config)
+    try:
+        resolved = config.resolved(testbed)
+        scan = scan_config(resolved, folder, resolved.temperatures)
+        summary = run_scan(scan, backend, on_progress).summary
+    finally:
+        backend.close()
+    return _measured(resolved, testbed, folder, summary)
+
+
+def _measured(
+    config: DoctorConfig, testbed: bool, folder: Path, summary: dict[str, Any]
+) -> MeasureStage:
     # Nothing generated at all (every prompt over-long) is run_scan's one-line error.
-    rows = result.summary["settings"]
     assert config.suite is not None and config.max_new_tokens is not None
-    settings = [MeasureSetting.from_summary(row) for row in rows]
+    settings = [MeasureSetting.from_summary(row) for row in summary["settings"]]
+    ran = summary["backend"]  # what ran: the dtype is the one the checkpoint loaded in
     return MeasureStage(
         config.suite,
         config.max_new_tokens,
@@ -99,6 +157,8 @@ def measure_stage(
         settings,
         testbed,
         config.model_dump(mode="json"),
+        ran["name"],
+        ran["dtype"],
     )
 
 
@@ -143,6 +203,7 @@ def consistency_stage(config: DoctorConfig, measure: MeasureStage) -> Consistenc
         n=CONSISTENCY_PROMPTS,
         checks=list(CHEAP_CHECKS),
         seed=config.seed,
+        vllm_python=config.vllm_python,
         # A second torch thread count is the costliest run and measures the machine's kernels,
         # which the doctor cannot change; `loopfix consistency` still runs it.
         compare_threads=False,

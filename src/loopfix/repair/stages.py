@@ -3,7 +3,8 @@
 A stage's peak is its own: on Linux the process's high-water mark (VmHWM) is reset when the
 stage starts (`/proc/self/clear_refs`), and a stage that contains others (the doctor's repair
 around the repair's stages) takes the largest peak seen inside it. Elsewhere the peak is the
-process's since it started.
+process's since it started. A stage that runs its work in a child process (the doctor's measure
+on vLLM) hands the child's peak to `note_peak`, so the stage's peak is the larger of the two.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["StageClock", "peak_rss_mib"]
+__all__ = ["StageClock", "note_peak", "peak_rss_mib"]
 
 _STATUS, _CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 _open_peaks: list[float] = []  # the largest peak read so far inside each open stage
@@ -29,6 +30,12 @@ def peak_rss_mib() -> float:
                 return int(line.split()[1]) / 1024  # kB
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB else
+
+
+def note_peak(mib: float) -> None:
+    """Count `mib` (a child process's peak, say) in the peak of every open stage."""
+    if _open_peaks:
+        _open_peaks[-1] = max(_open_peaks[-1], mib)
 
 
 def _reset_peak() -> None:

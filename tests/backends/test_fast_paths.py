@@ -1,0 +1,87 @@
+"""The engine's two speed-ups compute what transformers does: the in-place KV cache
+(`SpareLayer`) and oneDNN float32 linear layers (`OneDNNLinear`), on real forward passes."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from loopfix.backends.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
+from loopfix.backends.onednn import OneDNNLinear, onednn_available, use_onednn_linears
+from loopfix.models import load_model, tiny_model
+
+from .greedy import assert_same_greedy
+
+
+def test_spare_cache_steps_joins_and_drops_like_a_full_forward() -> None:
+    model = tiny_model("llama")
+    batch = KVBatch(model)
+    assert all(isinstance(layer, SpareLayer) for layer in batch.cache.layers)
+    contexts = [[1, 5, 6, 7], [1, 9, 3]]
+    batch.prefill(contexts, pad_id=0)
+    newcomer = KVBatch(model)
+    newcomer.prefill([[1, 20, 21, 22, 23, 24]], pad_id=0)
+    batch.join(newcomer)
+    contexts.append([1, 20, 21, 22, 23, 24])
+    batch.keep([0, 2])  # the middle row leaves
+    contexts = [contexts[0], contexts[2]]
+    with torch.inference_mode():
+        # Past the buffers' spare room: the cache reallocates in the middle of the walk.
+        for step in range(SPARE_POSITIONS + 8):
+            tokens = torch.tensor([10 + step % 50, 60 - step % 40])
+            logits = batch.step(tokens)
+            for context, token in zip(contexts, tokens.tolist(), strict=True):
+                context.append(token)
+    for row, context in enumerate(contexts):
+        with torch.inference_mode():
+            alone = model(torch.tensor([context])).logits[0, -1].float()
+        torch.testing.assert_close(logits[row], alone, rtol=1e-4, atol=1e-4)
+
+
+def test_onednn_linears_match_torch_and_step_aside_for_gradients() -> None:
+    assert onednn_available()  # the torch wheel this project pins ships oneDNN
+    model = tiny_model("llama")
+    reference = copy.deepcopy(model)
+    switched = use_onednn_linears(model)
+    assert switched == sum(type(m) is OneDNNLinear for m in model.modules()) > 0
+    assert model.state_dict().keys() == reference.state_dict().keys()
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
+    with torch.inference_mode():
+        ours, theirs = model(ids).logits, reference(ids).logits
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+    # With gradients it is nn.Linear itself: bit for bit, and differentiable.
+    layer = next(m for m in model.modules() if isinstance(m, OneDNNLinear))
+    plain = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None)
+    plain.load_state_dict(layer.state_dict())
+    x = torch.randn(3, layer.in_features, requires_grad=True)
+    assert torch.equal(layer(x), plain(x))
+    layer(x).sum().backward()
+    assert x.grad is not None
+
+
+@pytest.mark.slow
+def test_onednn_greedy_walks_equal_mkl_ones_on_the_real_model(smollm2_folder) -> None:
+    from loopfix.backends.hf import generate
+    from loopfix.records import DecodeSettings
+    from loopfix.suites import arith_suite
+    from loopfix.suites.render import prompt_ids
+
+    model, tokenizer = load_model("loopfix:smollm2", device="cpu")
+    prompts = [prompt_ids(item, tokenizer) for item in arith_suite(4, seed=0)]
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=48)
+    with torch.inference_mode():
+        mkl = [
+            model.generate(
+                input_ids=torch.tensor([p]),
+                attention_mask=torch.ones(1, len(p), dtype=torch.long),
+                max_new_tokens=48,
+                do_sample=False,
+            )[0, len(p) :].tolist()
+            for p in prompts
+        ]
+    reference = copy.deepcopy(model)  # keeps torch's own linear layers
+    ours = generate(model, tokenizer, prompts, settings, batch_size=4)  # switches to oneDNN
+    assert type(model.lm_head) is OneDNNLinear
+    for prompt, result, expected in zip(prompts, ours, mkl, strict=True):
+        assert_same_greedy(reference, prompt, result.tokens, expected)
