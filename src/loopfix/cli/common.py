@@ -154,7 +154,7 @@ def at_least(minimum: int, **options: int) -> None:
 def parse_ints(text: str, option: str) -> list[int]:
     """Comma-separated whole numbers; `1.5` is refused, not rounded."""
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in parse_list(text)]
     except ValueError:
         raise OptionError(
             f"{option}: expected comma-separated whole numbers, got {text!r}"

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from loopfix.cli.common import at_least, console, parse_temperatures, progress_bar
+from loopfix.cli.common import at_least, console, parse_list, parse_temperatures, progress_bar
 from loopfix.doctor.config import DoctorConfig
 
 _FIELDS = DoctorConfig.model_fields
@@ -70,7 +70,7 @@ def doctor_command(
         temperatures=temps,
         seed=seed,
         max_new_tokens=max_new_tokens,
-        guards=None if guards is None else [g.strip() for g in guards.split(",") if g.strip()],
+        guards=None if guards is None else parse_list(guards),
         repair=repair,
         consistency=consistency,
         min_loops=min_loops,
