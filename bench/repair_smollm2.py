@@ -404,6 +404,7 @@ VERIFY = REPAIR.model_copy(
 
 def _edit_checks(
     out: Path,
+    source: str,
     model: Any,
     tokenizer: Any,
     chosen: Candidate,
@@ -411,8 +412,8 @@ def _edit_checks(
     config: RepairConfig,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """KL on held-out normal text (non-looping base answers) and perplexity on the plain text,
-    float32, for the candidate and every control; kept in verify/edit-checks.json."""
-    cache = out / "verify" / "edit-checks.json"
+    float32, for the candidate and every control; kept in verify[-SOURCE]/edit-checks.json."""
+    cache = tagged(out, "verify", source) / "edit-checks.json"
     if cache.exists():
         stored = json.loads(cache.read_text())
         return stored["kl"], stored["perplexity"]
@@ -439,20 +440,21 @@ def _edit_checks(
     return kl, perplexity
 
 
-def _finished_everywhere(out: Path, temperatures: list[float]) -> set[str]:
+def _finished_everywhere(out: Path, temperatures: list[float], source: str) -> set[str]:
     folders = [base_folder(out, HELDOUT_SEED, t) for t in temperatures]
-    folders += [f for t in temperatures for f in (out / "arms" / "verify").glob(f"*-T{t:g}")]
+    arms = tagged(out, "arms", source) / "verify"
+    folders += [f for t in temperatures for f in arms.glob(f"*-T{t:g}")]
     finished = [{s.prompt_id for s in read_samples(f / "records.jsonl")} for f in folders]
     return set.intersection(*finished)
 
 
 def stage_verify(
-    out: Path, temperatures: list[float], part: tuple[int, int] | None, partial: bool
+    out: Path, temperatures: list[float], part: tuple[int, int] | None, partial: bool, source: str
 ) -> None:
     """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
     seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
-    directions = torch.load(out / "search" / "directions.pt")
-    screen = json.loads((out / "screen" / "screen.json").read_text())
+    directions = torch.load(tagged(out, "search", source) / "directions.pt")
+    screen = json.loads((tagged(out, "screen", source) / "screen.json").read_text())
     best = max(
         screen["rows"],
         key=lambda r: (r["rescues"] >= r["regressions"], r["loops_removed"] - r["loops_added"]),
@@ -466,10 +468,10 @@ def stage_verify(
         for seed in seeds
     ]
     config = VERIFY.model_copy(update={"temperatures": tuple(temperatures)})
-    only = _finished_everywhere(out, temperatures) if partial else None
-    arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out, only)
+    only = _finished_everywhere(out, temperatures, source) if partial else None
+    arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out, only, source)
     if part == (0, 0):  # only the KL and perplexity of the edits (side by side with the arms)
-        _edit_checks(out, exact_model, tokenizer, chosen, controls, config)
+        _edit_checks(out, source, exact_model, tokenizer, chosen, controls, config)
         return
     if part is not None:  # generate only this process's share of the arms (side by side)
         index, parts = part
@@ -482,7 +484,7 @@ def stage_verify(
     with clock.stage("generate"):
         by_temperature = Verifier(model, arms, config).full(chosen, controls)
     with clock.stage("kl+perplexity"):
-        kl, perplexity = _edit_checks(out, exact_model, tokenizer, chosen, controls, config)
+        kl, perplexity = _edit_checks(out, source, exact_model, tokenizer, chosen, controls, config)
     touched = build_patch(exact_model, chosen.requests).touched_fraction
     checks = acceptance_checks(
         by_temperature["0.0"],
@@ -497,7 +499,7 @@ def stage_verify(
     verdict = f"accepted: {chosen.label()}" if not failed else "rejected: " + ", ".join(failed)
     print(verdict, flush=True)
     write_json_atomic(
-        out / "verify" / f"verify-T{'-'.join(f'{t:g}' for t in temperatures)}.json",
+        tagged(out, "verify", source) / f"verify-T{'-'.join(f'{t:g}' for t in temperatures)}.json",
         {
             "candidate": {**chosen.to_dict(), "label": chosen.label(), "screening": best},
             "controls": [{**c.to_dict(), "seed": s} for s, c in zip(seeds, controls, strict=True)],
@@ -529,7 +531,7 @@ def main(argv: list[str] | None = None) -> None:
         "--source",
         choices=list(SOURCES),
         default="scan",
-        help="search/screen: which repair source builds the branch pairs (verify: scan only)",
+        help="search/screen/verify: which repair source's pairs, candidates and arms",
     )
     parser.add_argument(
         "--part",
@@ -547,12 +549,10 @@ def main(argv: list[str] | None = None) -> None:
         "--temperatures", type=float, nargs="+", default=[0.0], help="verify: temperatures"
     )
     args = parser.parse_args(argv)
-    if args.stage == "verify" and args.source != "scan":
-        parser.error("verify runs the scan source's screened candidate only (--source scan)")
     if args.stage == "scan":
         stage_scan(args.out, args.scans)
     elif args.stage == "verify":
-        stage_verify(args.out, args.temperatures, args.part, args.partial)
+        stage_verify(args.out, args.temperatures, args.part, args.partial, args.source)
     elif args.stage == "screen":
         stage_screen(args.out, args.part, args.source)
     else:
