@@ -39,7 +39,7 @@ from loopfix.repair.scan_verify import ScanOutcomes, ScanPrompts
 from loopfix.repair.scoring import text_kl
 from loopfix.repair.sources import BranchPair
 from loopfix.repair.sources.outcome import OutcomeSource
-from loopfix.repair.sources.records import RecordsSource, normal_texts, read_records
+from loopfix.repair.sources.records import PairRequest, RecordsSource, normal_texts, read_records
 from loopfix.repair.sources.rescue import RescueSource
 from loopfix.repair.sources.scan import ScanSource
 from loopfix.repair.stages import StageClock, peak_rss_mib
@@ -195,9 +195,8 @@ def _pairs(
         stored = json.loads(cache.read_text())
         return [BranchPair(**pair) for pair in stored["pairs"]], stored["counts"]
     config = REPAIR.model_copy(update={"gen_batch_size": GEN_BATCH})
-    pairs, counts = source.pairs(
-        model, tokenizer, records, prompts, REPAIR.repeats, 300, seed, config
-    )
+    request = PairRequest(records, prompts, REPAIR.repeats, 300, seed)
+    pairs, counts = source.pairs(model, tokenizer, request, config)
     write_json_atomic(cache, {"pairs": [vars(p) for p in pairs], "counts": counts})
     return pairs, counts
 

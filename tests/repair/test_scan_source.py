@@ -10,7 +10,13 @@ from loopfix.models import load_model
 from loopfix.records import Sample
 from loopfix.repair import RepairConfig, RepairInputError
 from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, loop_location
-from loopfix.repair.sources.records import ScanRecords, normal_texts, read_records, split_prompts
+from loopfix.repair.sources.records import (
+    PairRequest,
+    ScanRecords,
+    normal_texts,
+    read_records,
+    split_prompts,
+)
 from loopfix.repair.sources.scan import ScanSource
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.detection import scan_detect_config
@@ -47,7 +53,7 @@ def test_pairs_cut_each_loop_at_its_first_repeat(tiny_folder: Path, scanned: Pat
             if s.prompt_id == prompt_id and s.settings["temperature"] == 0
         )
         pairs, counts = ScanSource().pairs(
-            model, tokenizer, records, [prompt_id], 3, 10, 1, GENERATION
+            model, tokenizer, PairRequest(records, [prompt_id], 3, 10, 1), GENERATION
         )
         assert counts["looping_samples"] >= 1  # the greedy sample loops
         location = loop_location(greedy, tokenizer)
@@ -91,7 +97,9 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     records = ScanRecords(
         Path("records.jsonl"), ScanConfig(model="m"), [sample], {}, {"p": [5, 6, 7]}
     )
-    pairs, counts = ScanSource().pairs(model, tokenizer, records, ["p"], 3, 4, 0, GENERATION)
+    pairs, counts = ScanSource().pairs(
+        model, tokenizer, PairRequest(records, ["p"], 3, 4, 0), GENERATION
+    )
     assert counts == {"looping_samples": 1, "pairs": 1, "dropped": {"no_non_looping_resample": 0}}
     (pair,) = pairs
     # Prefix: prompt + the unit stated once; branch: the next 16 generated tokens (no EOS).
@@ -101,7 +109,9 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     rewritten = replace(sample, text="reasoning\n</think>\n\n" + sample.text)
     assert loop_location(rewritten, tokenizer) is None
     records = replace(records, samples=[rewritten])
-    _, counts = ScanSource().pairs(model, tokenizer, records, ["p"], 3, 4, 0, GENERATION)
+    _, counts = ScanSource().pairs(
+        model, tokenizer, PairRequest(records, ["p"], 3, 4, 0), GENERATION
+    )
     assert counts["pairs"] == 0 and counts["dropped"]["loop_not_located"] == 1
 
 

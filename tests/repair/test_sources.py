@@ -19,7 +19,7 @@ from loopfix.repair.sources import source_for
 from loopfix.repair.sources.base import BranchPair
 from loopfix.repair.sources.loops import Loop, loops_again
 from loopfix.repair.sources.outcome import OutcomeSource
-from loopfix.repair.sources.records import ScanRecords, read_records
+from loopfix.repair.sources.records import PairRequest, ScanRecords, read_records
 from loopfix.repair.sources.rescue import RescueSource
 from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
@@ -62,7 +62,7 @@ def test_rescue_pairs_are_the_loop_against_the_engines_way_out(
     model, tokenizer, records = testbed
     eos = tokenizer.eos_token_id
     pairs, counts = RescueSource().pairs(
-        model, tokenizer, records, list(records.items), 3, 1000, 5, GENERATION
+        model, tokenizer, PairRequest(records, list(records.items), 3, 1000, 5), GENERATION
     )
     looping = sum(is_loop(s) for s in records.samples)
     assert counts["looping_samples"] == looping > 0
@@ -89,7 +89,7 @@ def test_rescue_pairs_are_the_loop_against_the_engines_way_out(
         assert not loops_again(tokenizer, _loop_of(pair, prompt, before), pair.productive)
     # Capped pairs keep the first ones, both variants of a loop side by side.
     capped, capped_counts = RescueSource().pairs(
-        model, tokenizer, records, list(records.items), 3, 2, 5, GENERATION
+        model, tokenizer, PairRequest(records, list(records.items), 3, 2, 5), GENERATION
     )
     assert capped == pairs[:2] and capped_counts["pairs"] == 2
 
@@ -104,7 +104,7 @@ def test_outcome_pairs_are_looping_and_converging_runs_of_one_prompt(
     model, tokenizer, records = testbed
     eos = tokenizer.eos_token_id
     pairs, counts = OutcomeSource().pairs(
-        model, tokenizer, records, list(records.items), 3, 1000, 0, GENERATION
+        model, tokenizer, PairRequest(records, list(records.items), 3, 1000, 0), GENERATION
     )
     assert counts["pairs"] == len(pairs) > 0
     assert counts["pairs"] + sum(counts["dropped"].values()) == counts["looping_samples"]

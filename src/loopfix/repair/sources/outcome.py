@@ -20,7 +20,7 @@ from loopfix.records import Sample
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
 from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, eos_ids
-from loopfix.repair.sources.records import RecordsSource, ScanRecords
+from loopfix.repair.sources.records import PairRequest, RecordsSource
 from loopfix.scan.summary import is_loop
 
 if TYPE_CHECKING:
@@ -50,18 +50,14 @@ class OutcomeSource(RecordsSource):
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        records: ScanRecords,
-        prompt_ids: Sequence[str],
-        repeats: int,
-        count: int,
-        seed: int,
+        request: PairRequest,
         config: RepairConfig,
     ) -> tuple[list[BranchPair], dict[str, Any]]:
         eos = eos_ids(model, tokenizer)
-        wanted = set(prompt_ids)
+        wanted = set(request.prompt_ids)
         looping: dict[str, list[Sample]] = defaultdict(list)
         converging: dict[str, list[Sample]] = defaultdict(list)
-        for sample in records.samples:
+        for sample in request.records.samples:
             if sample.prompt_id not in wanted or not sample.tokens:
                 continue
             if is_loop(sample):
@@ -88,7 +84,7 @@ class OutcomeSource(RecordsSource):
                 if length < MIN_BRANCH_TOKENS:
                     dropped["window_too_short"] += 1
                     continue
-                prefix = records.prompts[prompt_id] + repetitive[:shared]
+                prefix = request.records.prompts[prompt_id] + repetitive[:shared]
                 pairs.append(
                     BranchPair(
                         prefix,
@@ -99,7 +95,7 @@ class OutcomeSource(RecordsSource):
                 )
         counts = {
             "looping_samples": sum(len(v) for v in looping.values()),
-            "pairs": min(len(pairs), count),
+            "pairs": min(len(pairs), request.count),
             "dropped": dict(dropped),
         }
-        return pairs[:count], counts
+        return pairs[: request.count], counts

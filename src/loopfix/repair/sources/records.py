@@ -193,6 +193,18 @@ def normal_texts(records: ScanRecords, prompt_ids: Sequence[str], count: int) ->
     return texts[:count]
 
 
+@dataclass(frozen=True)
+class PairRequest:
+    """One call's worth of pairs: up to `count` from the samples of `prompt_ids`, each loop
+    taken over `repeats` copies, continuations drawn with `seed`."""
+
+    records: ScanRecords
+    prompt_ids: Sequence[str]
+    repeats: int
+    count: int
+    seed: int
+
+
 class RecordsSource(ABC):
     """A source that builds its pairs from scan records (the repair's own scan of `suite` into
     OUT/scan, or `records`): prompts are split into roles before anything else, training pairs
@@ -207,15 +219,11 @@ class RecordsSource(ABC):
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        records: ScanRecords,
-        prompt_ids: Sequence[str],
-        repeats: int,
-        count: int,
-        seed: int,
+        request: PairRequest,
         config: RepairConfig,
     ) -> tuple[list[BranchPair], dict[str, Any]]:
-        """Up to `count` pairs from the samples of `prompt_ids`, and counts: looping samples,
-        pairs, and the samples or pairs dropped by reason."""
+        """The pairs `request` asks for, and counts: looping samples, pairs, and the samples
+        or pairs dropped by reason."""
 
     def build(
         self,
@@ -246,21 +254,21 @@ class RecordsSource(ABC):
             train, train_counts = self.pairs(
                 model,
                 tokenizer,
-                records,
-                roles["train"],
-                config.repeats,
-                config.train_pairs,
-                config.branch_seed,
+                PairRequest(
+                    records, roles["train"], config.repeats, config.train_pairs, config.branch_seed
+                ),
                 config,
             )
             heldout, heldout_counts = self.pairs(
                 model,
                 tokenizer,
-                records,
-                heldout_ids,
-                config.proxy_repeats,
-                config.heldout_pairs,
-                config.branch_seed + 1,
+                PairRequest(
+                    records,
+                    heldout_ids,
+                    config.proxy_repeats,
+                    config.heldout_pairs,
+                    config.branch_seed + 1,
+                ),
                 config,
             )
             normal = normal_texts(records, heldout_ids, config.kl_walks)

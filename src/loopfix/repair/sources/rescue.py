@@ -17,13 +17,12 @@ variant in `dropped`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
 from loopfix.repair.sources.loops import continue_loops, eos_ids, looping_records, loops_again
-from loopfix.repair.sources.records import RecordsSource, ScanRecords
+from loopfix.repair.sources.records import PairRequest, RecordsSource
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -43,15 +42,13 @@ class RescueSource(RecordsSource):
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        records: ScanRecords,
-        prompt_ids: Sequence[str],
-        repeats: int,
-        count: int,
-        seed: int,
+        request: PairRequest,
         config: RepairConfig,
     ) -> tuple[list[BranchPair], dict[str, Any]]:
         eos = eos_ids(model, tokenizer)
-        loops, looping, dropped = looping_records(records, prompt_ids, repeats, tokenizer, eos)
+        loops, looping, dropped = looping_records(
+            request.records, request.prompt_ids, request.repeats, tokenizer, eos
+        )
         variants = {"greedy": 0.0, "sampled": config.temperature}
         if config.temperature == 0:
             del variants["sampled"]
@@ -62,7 +59,7 @@ class RescueSource(RecordsSource):
                 loops,
                 [loop.horizon for loop in loops],
                 temperature,
-                seed,
+                request.seed,
                 config.gen_batch_size,
             )
             if loops
@@ -82,7 +79,7 @@ class RescueSource(RecordsSource):
                     not set(eos) & set(continuation) and loops_again(tokenizer, loop, continuation)
                 ):
                     dropped[f"{variant}_looped_again"] += 1
-                elif len(pairs) < count:
+                elif len(pairs) < request.count:
                     pairs.append(
                         BranchPair(loop.prefix, loop.repetitive, branch, loop.period, variant)
                     )

@@ -9,13 +9,12 @@ pair is dropped and counted).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
 from loopfix.repair.sources.loops import continue_loops, eos_ids, looping_records, loops_again
-from loopfix.repair.sources.records import RecordsSource, ScanRecords
+from loopfix.repair.sources.records import PairRequest, RecordsSource
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -37,19 +36,17 @@ class ScanSource(RecordsSource):
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        records: ScanRecords,
-        prompt_ids: Sequence[str],
-        repeats: int,
-        count: int,
-        seed: int,
+        request: PairRequest,
         config: RepairConfig,
     ) -> tuple[list[BranchPair], dict[str, Any]]:
         eos = eos_ids(model, tokenizer)
-        loops, looping, dropped = looping_records(records, prompt_ids, repeats, tokenizer, eos)
+        loops, looping, dropped = looping_records(
+            request.records, request.prompt_ids, request.repeats, tokenizer, eos
+        )
         productive: dict[int, list[int]] = {}
         for attempt in range(RESAMPLE_TRIES):
             pending = [i for i in range(len(loops)) if i not in productive]
-            if not pending or len(productive) >= count:
+            if not pending or len(productive) >= request.count:
                 break
             chosen = [loops[i] for i in pending]
             drawn = continue_loops(  # a fresh draw per attempt: another seed
@@ -58,7 +55,7 @@ class ScanSource(RecordsSource):
                 chosen,
                 [len(loop.repetitive) for loop in chosen],
                 RESAMPLE_TEMPERATURE,
-                seed + 7919 * attempt,
+                request.seed + 7919 * attempt,
                 config.gen_batch_size,
                 ban_eos=eos,
             )
@@ -70,5 +67,5 @@ class ScanSource(RecordsSource):
             BranchPair(loop.prefix, loop.repetitive, productive[i], skip=loop.period)
             for i, loop in enumerate(loops)
             if i in productive
-        ][:count]
+        ][: request.count]
         return pairs, {"looping_samples": looping, "pairs": len(pairs), "dropped": dict(dropped)}
