@@ -75,25 +75,27 @@ def _progress(label: str):
     return report
 
 
-def base_folder(out: Path, seed: int, temperature: float) -> Path:
-    return out / "base" / f"seed{seed}-T{temperature:g}"
+def base_folder(out: Path, seed: int, temperature: float | tuple[float, ...]) -> Path:
+    temperatures = temperature if isinstance(temperature, tuple) else (temperature,)
+    return out / "base" / f"seed{seed}-T{'-'.join(f'{t:g}' for t in temperatures)}"
 
 
 def arm_scan(
     backend: HFBackend,
     suite: str,
     seed: int,
-    temperature: float,
+    temperature: float | tuple[float, ...],
     folder: Path,
     n: int | None,
     cap: int = CAP,
 ) -> list[Any]:
     """One arm: a scan of `suite` with the model as it is now (patched or not), resumable."""
+    temperatures = list(temperature) if isinstance(temperature, tuple) else [temperature]
     config = ScanConfig(
         model=MODEL,
         suite=suite,
         n=n,
-        temperatures=[temperature],
+        temperatures=temperatures,
         seed=seed,
         max_new_tokens=cap,
         dtype=DTYPE,
@@ -113,15 +115,29 @@ def arm_scan(
     return samples
 
 
-def base_scan(backend: HFBackend, seed: int, temperature: float, out: Path) -> list[Any]:
+def base_scan(
+    backend: HFBackend, seed: int, temperature: float | tuple[float, ...], out: Path
+) -> list[Any]:
     return arm_scan(backend, SUITE, seed, temperature, base_folder(out, seed, temperature), PROMPTS)
 
 
-BASE_SCANS = {
+# The outcome source pairs a prompt's looping run with a converging run of the same prompt, so
+# its training records hold every training prompt at two temperatures (greedy loops, T=0.6 runs
+# that end); screening reads the greedy half of whichever training scan the source used.
+OUTCOME_TEMPERATURES = (0.0, 0.6)
+BASE_SCANS: dict[str, tuple[int, float | tuple[float, ...]]] = {
     "heldout-T0": (HELDOUT_SEED, 0.0),
     "train-T0": (TRAIN_SEED, 0.0),
     "heldout-T0.6": (HELDOUT_SEED, 0.6),
+    "train-T0+0.6": (TRAIN_SEED, OUTCOME_TEMPERATURES),
 }
+
+
+def training_samples(out: Path, source: str) -> Path:
+    """The training scan a source's pairs and screening prompts come from."""
+    if source == "outcome":
+        return base_folder(out, TRAIN_SEED, OUTCOME_TEMPERATURES) / "records.jsonl"
+    return base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl"
 
 
 def stage_scan(out: Path, which: list[str]) -> None:
@@ -208,9 +224,7 @@ def stage_search(out: Path, source_name: str) -> None:
     clock = StageClock()
     with clock.stage("load"):
         model, fast, tokenizer = _models()
-    records = read_records(
-        base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl", SUITE, MODEL, tokenizer
-    )
+    records = read_records(training_samples(out, source_name), SUITE, MODEL, tokenizer)
     roles = training_roles(list(records.items))
     with clock.stage("branches"):
         # Resampled in the generation dtype (the branches are tokens; probing is float32).
@@ -335,7 +349,11 @@ def screening_rows(linear: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
     exact_model, model, tokenizer = _models()
-    base = list(read_samples(base_folder(out, TRAIN_SEED, 0.0) / "records.jsonl"))
+    base = [
+        s
+        for s in read_samples(training_samples(out, source))
+        if s.settings["temperature"] == 0.0
+    ]
     selection = set(training_roles(sorted({s.prompt_id for s in base}))["selection"])
     looping = [s.prompt_id for s in base if s.prompt_id in selection and is_loop(s)]
     calm = [s.prompt_id for s in base if s.prompt_id in selection and not is_loop(s)]
