@@ -6,7 +6,8 @@ Pipeline (the first tier that finds a loop wins):
 2. near: a periodic tail once numbers are masked (text, or tokens with `token_classes`);
 3. flood: a short unit flooding a stretch anywhere (text only; kind `verbatim`);
 4. segment: lines and sentences recurring exactly at the tail (text only);
-5. semantic: segments restating each other at the tail (text only; lexical or embeddings);
+5. semantic: segments restating each other at the tail (text only; lexical or embeddings),
+   then stagnation: a long prose tail without new content words (kind `semantic`);
 6. cut: only when the caller says the output was cut at the token limit (`cut=True`) and nothing
    above fired, the periodic, near and segment checks again with the `cut_*` thresholds: a
    repeated or templated tail running to the cut is strong evidence. `cut=None` (unknown) and
@@ -35,6 +36,7 @@ from .normalize import classes_from_mapping
 from .periodic import find_tail, tail_verdict
 from .segment import find_segment_loop
 from .semantic import find_semantic_loop
+from .stagnation import find_stagnant_tail
 from .text import TokenizedText, split_text, tokenize_with
 from .verdict import NOT_LOOPING, LoopVerdict, Span, strength_score
 
@@ -233,6 +235,8 @@ def detect_text(
         (config.segment, find_segment_loop),
         # A restatement cycle is the weakest evidence; an output that ended by itself left it.
         (cut is not False, find_semantic_loop),
+        # So is a tail without new words (stagnation.py); same condition.
+        (cut is not False, find_stagnant_tail),
     )
     for enabled, tier in tiers:
         found = tier(builtin, config) if enabled else None

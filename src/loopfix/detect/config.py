@@ -157,6 +157,55 @@ class DetectConfig(BaseModel):
         400, ge=8, description="Only the last lines are compared (loops live at the tail)."
     )
 
+    # Stagnation check (kind semantic): a long prose tail without new content words.
+    stagnation: bool = Field(
+        True,
+        description="Enable the stagnation check: a prose tail that brings no new content words "
+        "(re-verification cycles that restate a result in new sentences); its verdicts are of kind "
+        "semantic, so semantic='off' switches it off too.",
+    )
+    stagnation_tail: float = Field(
+        1 / 3,
+        gt=0.0,
+        lt=1.0,
+        description="Share of the text's content words, at its end, that the stagnation check "
+        "judges (the tail grows with the text).",
+    )
+    stagnation_min_words: int = Field(
+        80,
+        ge=1,
+        description="Content words the tail must hold (shorter outputs are never judged). Chosen "
+        "on the tune part: at 70 and below a short steered trace (clean, restating hourglass "
+        "steps) is flagged; at 100 three loops are lost.",
+    )
+    stagnation_min_prose: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of the tail's tokens that must be words (tables, calendars, code and "
+        "LaTeX repeat a small vocabulary legitimately). Chosen on the tune part: without it a "
+        "LaTeX-heavy answer followed by its comment thread (prose share 0.37) is flagged.",
+    )
+    stagnation_max_list_lines: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of the tail's lines that may start with a list marker (12., "
+        "-, *): a long enumeration recombines a small vocabulary into distinct items. Not tuned: "
+        "a list is a list when most of its lines are items (the synthetic fixture's list of 100 "
+        "writing prompts is the case that needs it).",
+    )
+    stagnation_max_novelty: float = Field(
+        0.03,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of the tail's content words seen for the first time that "
+        "still counts as stagnant. Chosen on the tune part of data/detect_corpus_real, in the gap "
+        "between the loops (re-verification cycles from 0 to 0.022) and the lowest clean prose "
+        "tail (0.036, a trace that reconsiders a coupon); above 0.036 clean re-checks and loops "
+        "interleave.",
+    )
+
     # Early warning from per-step log-probs.
     entropy_threshold: float = Field(
         0.3, ge=0.0, description="Entropy (nats) below which a step is low-entropy (seed 001)."
