@@ -54,7 +54,21 @@ SUITE = "arith"
 TRAIN_SEED, HELDOUT_SEED = 1401, 1402
 PROMPTS = 200
 CAP = 256  # docs/real-model.md's cap
-DTYPE = "bfloat16"  # 2.2x the float32 engine's tokens/s (docs/real-model.md); every arm shares it
+
+
+def _native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (without it, bfloat16 is emulated and
+    several times slower than float32)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+# Generation dtype, shared by every arm (`--dtype`): bfloat16 where the CPU has it natively
+# (2.2x the float32 engine's tokens/s there, docs/real-model.md), else float32.
+DTYPE = "bfloat16" if _native_bf16() else "float32"
 GEN_BATCH = 40
 TEMPERATURES = (0.0, 0.6)
 
@@ -565,7 +579,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--temperatures", type=float, nargs="+", default=[0.0], help="verify: temperatures"
     )
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default=DTYPE,
+        help="generation dtype of every arm (scan.json records it; a resumed arm must match)",
+    )
     args = parser.parse_args(argv)
+    globals()["DTYPE"] = args.dtype
     if args.stage == "scan":
         stage_scan(args.out, args.scans)
     elif args.stage == "verify":

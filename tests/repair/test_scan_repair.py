@@ -42,7 +42,9 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
         out=tmp_path / "scan",
     )
     run_scan(scan)
-    config = SMALL.model_copy(update={"suite": "arith", "records": scan.out / "records.jsonl"})
+    config = SMALL.model_copy(
+        update={"suite": "arith", "records": scan.out / "records.jsonl", "source": "scan"}
+    )
     result = run_repair(str(tiny_folder), tmp_path / "out", config, report=lambda line: None)
     verify = json.loads((tmp_path / "out" / "verify.json").read_text())
     assert verify["accepted"] == result.accepted

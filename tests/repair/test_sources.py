@@ -142,7 +142,7 @@ def test_records_without_loops_are_refused_in_one_line(
 
 def test_the_source_is_picked_from_the_config() -> None:
     assert source_for(RepairConfig()).name == "testbed"
-    assert source_for(RepairConfig(suite="arith")).name == "scan"
+    assert source_for(RepairConfig(suite="arith")).name == "rescue"
     assert source_for(RepairConfig(suite="arith", source="outcome")).name == "outcome"
     with pytest.raises(RepairInputError, match="--source scan builds its branches from scan"):
         source_for(RepairConfig(source="scan"))

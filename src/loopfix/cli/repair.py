@@ -37,7 +37,7 @@ def repair_command(
     suite: str | None = option(RepairConfig, "suite"),
     n: int | None = option(RepairConfig, "n"),
     records: Path | None = option(RepairConfig, "records"),
-    max_new_tokens: int = option(RepairConfig, "max_new_tokens"),
+    max_new_tokens: int | None = option(RepairConfig, "max_new_tokens"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).

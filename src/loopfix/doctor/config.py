@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.repair.config import SUITE_CAP, TESTBED_CAP
 from loopfix.vllm_venv import VLLM_PYTHON
 
 __all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig", "is_url"]
@@ -16,8 +17,8 @@ __all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig", "is_url"]
 # a real model pays seconds per answer. `--quick`: a few prompts, a shorter cap, three guards,
 # so a 135M-parameter model fits in minutes on 2 cores.
 SIZES: dict[str, dict[str, Any]] = {
-    "stargraph": {"n": 300, "max_new_tokens": 48},
-    "other": {"n": 50, "max_new_tokens": 256},
+    "stargraph": {"n": 300, "max_new_tokens": TESTBED_CAP},
+    "other": {"n": 50, "max_new_tokens": SUITE_CAP},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "stargraph": {"n": 100, "max_new_tokens": 48},

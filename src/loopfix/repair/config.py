@@ -11,9 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.records import Temperature
 
-__all__ = ["RepairConfig", "SourceName"]
+__all__ = ["SUITE_CAP", "TESTBED_CAP", "RepairConfig", "SourceName"]
 
 SourceName = Literal["testbed", "scan", "rescue", "outcome"]
+
+# Generation caps when none is given. A star-graph walk is over in a few dozen tokens, so 48
+# shows its loops; a chat model's answer to an `arith` prompt runs 100-250 tokens, and at 48
+# SmolLM2's loops (periods up to 125 tokens) would be cut before their first repeat.
+TESTBED_CAP = 48
+SUITE_CAP = 256
 
 
 class RepairConfig(BaseModel):
@@ -69,8 +75,11 @@ class RepairConfig(BaseModel):
     temperatures: tuple[Temperature, ...] = Field(
         (0.0, 0.6, 1.0), min_length=1, description="all verification temperatures"
     )
-    max_new_tokens: int = Field(
-        48, ge=8, description="generation cap (the testbed's; of the own scan on a suite)"
+    max_new_tokens: int | None = Field(
+        None,
+        ge=8,
+        description=f"generation cap of the testbed's walks and of the own scan on a suite; None: "
+        f"{TESTBED_CAP} on the testbed, {SUITE_CAP} on a suite",
     )
     verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
     control_seed: int = Field(
@@ -116,7 +125,8 @@ class RepairConfig(BaseModel):
         description="where the branch pairs come from: 'testbed' (the star-graph teacher), "
         "'scan' (loop vs non-looping resample), 'rescue' (loop vs the engine's rescue at its "
         "first repeat, greedy and sampled) or 'outcome' (looping vs converging runs, a "
-        "baseline); None: 'testbed' without a suite or records, 'scan' with them",
+        "baseline); None: 'testbed' without a suite or records, 'rescue' with them (on SmolLM2 "
+        "its pairs are the ones whose proxy ranks edits as generation does, docs/repair.md)",
     )
     suite: str | None = Field(
         None,
@@ -131,6 +141,13 @@ class RepairConfig(BaseModel):
         description="records.jsonl of a `loopfix scan` of the model; None with a suite: the "
         "repair scans the suite itself into OUT/scan (cap `max_new_tokens`)",
     )
+
+    @property
+    def cap(self) -> int:
+        """The generation cap in force (`max_new_tokens`, or the default for the source)."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        return SUITE_CAP if self.suite is not None or self.records is not None else TESTBED_CAP
 
     @model_validator(mode="after")
     def _search_is_installed(self) -> RepairConfig:

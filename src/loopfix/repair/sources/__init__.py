@@ -5,7 +5,7 @@ Each source is one module implementing `RepairSource` (`base.py`): the star-grap
 non-looping resample (`scan`), the loop vs the engine's rescue at its first repeat (`rescue`),
 and looping vs converging runs (`outcome`, the seed's literal construction, a baseline).
 `source_for` picks one from `RepairConfig.source`; its default is the testbed teacher without a
-suite or records, the scan records with them.
+suite or records, the rescue branches with them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _SOURCES: dict[SourceName, type[RepairSource]] = {
 def source_for(config: RepairConfig) -> RepairSource:
     """The source `config.source` names (checked before the model is loaded)."""
     from_records = config.suite is not None or config.records is not None
-    name = config.source or ("scan" if from_records else "testbed")
+    name = config.source or ("rescue" if from_records else "testbed")
     if name == "testbed" and from_records:
         raise RepairInputError(
             "--source testbed builds its branches from the star-graph teacher and takes no "

@@ -70,7 +70,7 @@ def own_scan(
         suite=config.suite,
         n=config.n,
         temperatures=list(config.temperatures),
-        max_new_tokens=config.max_new_tokens,
+        max_new_tokens=config.cap,
         batch_size=config.gen_batch_size,
         out=out / "scan",
     )

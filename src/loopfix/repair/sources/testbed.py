@@ -132,5 +132,5 @@ class TestbedSource:
             "verify": testbed_suite(model, config.prompts, config.verify_seed),
             "causal": testbed_suite(model, config.causal_prompts, config.verify_seed + 1),
         }
-        scan = ScanConfig(model=model_spec, suite="stargraph", max_new_tokens=config.max_new_tokens)
+        scan = ScanConfig(model=model_spec, suite="stargraph", max_new_tokens=config.cap)
         return SourceInputs(config, train, heldout, walks, PAD_ID, prompt_sets, scan, description)
