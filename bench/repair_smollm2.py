@@ -1,6 +1,12 @@
 """The repair experiment on SmolLM2-135M-Instruct (`loopfix:smollm2`), stage by stage.
 
     PYTHONPATH=src .venv/bin/python bench/repair_smollm2.py scan [--out runs/repair-smollm2]
+    ... search|screen|tune|verify --source scan|rescue|outcome
+
+scan: the base scans. search: pairs, directions, the first-order proxy over every layer, site
+and k. screen: the proxy's ranking and a strength grid generated on the training prompts.
+tune: optuna over structure and strength, scored by the same generation. verify: the best
+screened or tuned candidate, 3 random controls, KL and perplexity on the held-out prompts.
 
 Every stage writes under OUT and resumes: a scan folder continues where it stopped (run_scan),
 a stage's JSON result is reused when present. Progress goes to stdout.
@@ -28,7 +34,7 @@ from loopfix.models import load_model
 from loopfix.patch import EditSite, build_patch
 from loopfix.records import read_samples
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
+from loopfix.repair.candidates import Candidate, candidate, norm_matched_control
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.decide import acceptance_checks
 from loopfix.repair.directions import random_directions
@@ -170,6 +176,11 @@ PROBE_BATCH = 8
 KL_TEXTS = 12
 SCREEN_TOP, SCREEN_SPREAD = 4, 4  # generated: the best by the linear proxy and a spread
 SCREEN_ALPHA = 2.0  # reverses the component along u (the testbed's accepted strength)
+# Strength is chosen by generation on the screening prompts: to first order the proxy is
+# linear in alpha and the KL has no first-order term, so neither can choose it.
+STRENGTH_TOP = 2  # the proxy's best (site, layer, k) also screened at STRENGTH_ALPHAS
+STRENGTH_ALPHAS = (1.0, 4.0, 6.0)
+PAIR_ALPHAS = (2.0, 4.0)  # the two-layer edit's strengths
 SCREEN_NON_LOOPING = 12  # screening prompts that did not loop in the base (loops added)
 REPAIR = RepairConfig(
     suite=SUITE,
@@ -342,31 +353,41 @@ def _models() -> tuple[Any, Any, Any]:
 
 
 def _candidate(model: Any, directions: torch.Tensor, row: dict[str, Any]) -> Candidate:
-    (candidate,) = candidate_grid(
-        model,
-        directions,
-        (row["site"],),
-        (row["layer"],),
-        1,
-        (row["k"],),
-        (row["alpha"],),
-        float("inf"),
-    )
-    return candidate
+    layers = row.get("layers", [row["layer"]])
+    return candidate(model, directions, row["site"], layers, row["k"], row["alpha"])
 
 
 def screening_rows(linear: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The best (site, layer, k) by first-order selectivity and a spread over the rest, at
-    SCREEN_ALPHA."""
-    return [{**row, "alpha": SCREEN_ALPHA} for row in _spread(linear, SCREEN_TOP, SCREEN_SPREAD)]
+    """What screening generates. "rank": the best (site, layer, k) by first-order selectivity
+    and a spread over the rest, at SCREEN_ALPHA (the proxy's rank correlation is read on these).
+    "strength": the proxy's best at the other alphas of the strength grid. "two layers": its
+    two best layers of the best site and k edited together (the source case's shape)."""
+    ranked = [
+        {**row, "alpha": SCREEN_ALPHA, "design": "rank"}
+        for row in _spread(linear, SCREEN_TOP, SCREEN_SPREAD)
+    ]
+    strength = [
+        {**row, "alpha": alpha, "design": "strength"}
+        for row in linear[:STRENGTH_TOP]
+        for alpha in STRENGTH_ALPHAS
+    ]
+    top = linear[0]
+    second = next(
+        row
+        for row in linear[1:]
+        if (row["site"], row["k"]) == (top["site"], top["k"]) and row["layer"] != top["layer"]
+    )
+    layers = sorted([top["layer"], second["layer"]])
+    pair = [{**top, "layers": layers, "alpha": a, "design": "two layers"} for a in PAIR_ALPHAS]
+    return ranked + strength + pair
 
 
-def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
+def _screening(out: Path, source: str) -> tuple[Any, Verifier[ScanOutcomes]]:
+    """The float32 model (edits are built on it) and a verifier on the screening prompts: the
+    looping selection prompts of the training scan's greedy half and SCREEN_NON_LOOPING more."""
     exact_model, model, tokenizer = _models()
     base = [
-        s
-        for s in read_samples(training_samples(out, source))
-        if s.settings["temperature"] == 0.0
+        s for s in read_samples(training_samples(out, source)) if s.settings["temperature"] == 0.0
     ]
     selection = set(training_roles(sorted({s.prompt_id for s in base}))["selection"])
     looping = [s.prompt_id for s in base if s.prompt_id in selection and is_loop(s)]
@@ -379,12 +400,30 @@ def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
         suite.write_text("".join(json.dumps(i.to_dict()) + "\n" for i in items))
     config = REPAIR.model_copy(update={"temperature": 0.0, "temperatures": (0.0,)})
     arms = Arms(HFBackend(model, tokenizer, batch_size=GEN_BATCH), out, source=source)
-    verifier = Verifier(model, arms, config)
+    return exact_model, Verifier(model, arms, config)
+
+
+def _search_result(out: Path, source: str) -> tuple[dict[str, Any], torch.Tensor]:
+    folder = tagged(out, "search", source)
+    return json.loads((folder / "search.json").read_text()), torch.load(folder / "directions.pt")
+
+
+def _screened(verifier: Verifier[ScanOutcomes], candidate: Candidate) -> dict[str, Any]:
+    """One candidate's screening arm paired with the base arm, with its net loop reduction."""
+    base = verifier.base("causal", 0.0)
+    outcomes = verifier.edited(candidate, 0.0, "causal")
+    row = {**candidate.to_dict(), **outcomes.summary(), **verifier.compare(base, outcomes)}
+    base_loops = sum(is_loop(s) for s in base.samples)
+    net = row["loops_removed"] - row["loops_added"]
+    return {**row, "measured_reduction": net / base_loops if base_loops else 0.0}
+
+
+def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
+    exact_model, verifier = _screening(out, source)
     if part == (0, 0):  # the base arm alone: it needs no search result
         verifier.base("causal", 0.0)
         return
-    search = json.loads((tagged(out, "search", source) / "search.json").read_text())
-    directions = torch.load(tagged(out, "search", source) / "directions.pt")
+    search, directions = _search_result(out, source)
     rows = screening_rows(search["linear"])
     candidates = [_candidate(exact_model, directions, row) for row in rows]
     if part is not None:  # generate only this process's share of the arms (side by side)
@@ -398,16 +437,15 @@ def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
         return
     clock = StageClock()
     with clock.stage("screen"):
-        _, screened = verifier.screen(candidates)
+        screened = [
+            {**_screened(verifier, c), "proxy": row}
+            for row, c in zip(rows, candidates, strict=True)
+        ]
     base_loops = sum(is_loop(s) for s in verifier.base("causal", 0.0).samples)
-    for row, result in zip(rows, screened, strict=True):
-        result["measured_reduction"] = (
-            (result["loops_removed"] - result["loops_added"]) / base_loops if base_loops else 0.0
-        )
-        result["proxy"] = row
-    measured = [r["measured_reduction"] for r in screened]
+    ranked = [r for r in screened if r["proxy"]["design"] == "rank"]
+    measured = [r["measured_reduction"] for r in ranked]
     correlations = {
-        name: _spearman([key(r["proxy"]) for r in screened], measured)
+        name: _spearman([key(r["proxy"]) for r in ranked], measured)
         for name, key in {
             "linear_selectivity": lambda p: p["lin_selectivity"],
             "linear_minus_d_rep": lambda p: -p["lin_d_rep"],
@@ -417,13 +455,56 @@ def stage_screen(out: Path, part: tuple[int, int] | None, source: str) -> None:
     write_json_atomic(
         tagged(out, "screen", source) / "screen.json",
         {
-            "prompts": len(items),
+            "prompts": len(verifier.base("causal", 0.0).samples),
             "base_loops": base_loops,
             "cap": SCREEN_CAP,
             "rows": screened,
             "spearman": correlations,
             "timing": clock.to_dict(),
         },
+    )
+
+
+# The strength search by generation (`tune`): optuna's TPE, seeded, over the proxy's best
+# structures and a continuous alpha, each trial a screening arm; its objective is the net
+# number of loops removed on the screening prompts (the quantity the verification tests).
+TUNE_TRIALS = 10
+TUNE_STARTUP = 4  # random trials before TPE models the rest
+TUNE_STRUCTURES = 6
+TUNE_ALPHAS = (1.0, 8.0)
+TUNE_SEED = 0
+
+
+def stage_tune(out: Path, source: str) -> None:
+    import optuna
+
+    exact_model, verifier = _screening(out, source)
+    search, directions = _search_result(out, source)
+    structures = search["linear"][:TUNE_STRUCTURES]
+    rows: list[dict[str, Any]] = []
+
+    def objective(trial: optuna.Trial) -> int:
+        structure = structures[trial.suggest_int("structure", 0, len(structures) - 1)]
+        # Two decimals: the arm's folder is named by alpha, so a rerun finds its trials.
+        alpha = round(trial.suggest_float("alpha", *TUNE_ALPHAS), 2)
+        proxy = {**structure, "alpha": alpha, "design": "optuna"}
+        row = {**_screened(verifier, _candidate(exact_model, directions, proxy)), "proxy": proxy}
+        rows.append(row)
+        print(
+            f"trial {trial.number}: {row['site']} L{row['layers']} k{row['k']} a{alpha}: "
+            f"net {row['loops_removed'] - row['loops_added']}",
+            flush=True,
+        )
+        return int(row["loops_removed"] - row["loops_added"])
+
+    sampler = optuna.samplers.TPESampler(seed=TUNE_SEED, n_startup_trials=TUNE_STARTUP)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    clock = StageClock()
+    with clock.stage("tune"):
+        study.optimize(objective, n_trials=TUNE_TRIALS)
+    write_json_atomic(
+        tagged(out, "tune", source) / "tune.json",
+        {"trials": TUNE_TRIALS, "alphas": TUNE_ALPHAS, "rows": rows, "timing": clock.to_dict()},
     )
 
 
@@ -485,9 +566,12 @@ def stage_verify(
     """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
     seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
     directions = torch.load(tagged(out, "search", source) / "directions.pt")
-    screen = json.loads((tagged(out, "screen", source) / "screen.json").read_text())
+    screened = json.loads((tagged(out, "screen", source) / "screen.json").read_text())["rows"]
+    tuned = tagged(out, "tune", source) / "tune.json"
+    if tuned.exists():
+        screened += json.loads(tuned.read_text())["rows"]
     best = max(
-        screen["rows"],
+        screened,
         key=lambda r: (r["rescues"] >= r["regressions"], r["loops_removed"] - r["loops_added"]),
     )
     exact_model, model, tokenizer = _models()
@@ -555,7 +639,7 @@ def _spearman(x: list[float], y: list[float]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("stage", choices=["scan", "search", "screen", "verify"])
+    parser.add_argument("stage", choices=["scan", "search", "screen", "tune", "verify"])
     parser.add_argument("--out", type=Path, default=Path("runs/repair-smollm2"))
     parser.add_argument("--scans", nargs="*", choices=list(BASE_SCANS), default=[])
     parser.add_argument(
@@ -593,6 +677,8 @@ def main(argv: list[str] | None = None) -> None:
         stage_verify(args.out, args.temperatures, args.part, args.partial, args.source)
     elif args.stage == "screen":
         stage_screen(args.out, args.part, args.source)
+    elif args.stage == "tune":
+        stage_tune(args.out, args.source)
     else:
         stage_search(args.out, args.source)
 

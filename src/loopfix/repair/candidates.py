@@ -22,7 +22,7 @@ from loopfix.patch.sites import SiteKind, site_module, site_orientation
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["Candidate", "candidate_grid", "norm_matched_control", "edit_norm"]
+__all__ = ["Candidate", "candidate", "candidate_grid", "norm_matched_control", "edit_norm"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,19 @@ def _requests(
     return tuple(requests)
 
 
+def candidate(
+    model: PreTrainedModel,
+    directions: torch.Tensor,
+    kind: SiteKind,
+    layers: Sequence[int],
+    k: int,
+    alpha: float,
+) -> Candidate:
+    """One edit: the k columns of each layer in `layers` that write most along its direction."""
+    requests = _requests(model, kind, layers, directions, k, alpha)
+    return Candidate(kind, tuple(layers), k, alpha, requests)
+
+
 def layer_sets(layers: Sequence[int], max_layers: int) -> list[tuple[int, ...]]:
     sets: list[tuple[int, ...]] = [(layer,) for layer in layers]
     if max_layers >= 2:
@@ -85,10 +98,10 @@ def candidate_grid(
         for layer_set in layer_sets(layers, max_layers):
             for k in ks:
                 for alpha in alphas:
-                    requests = _requests(model, kind, layer_set, directions, k, alpha)
-                    touched = sum(len(r.columns) * len(r.direction) for r in requests)
+                    edit = candidate(model, directions, kind, layer_set, k, alpha)
+                    touched = sum(len(r.columns) * len(r.direction) for r in edit.requests)
                     if touched <= max_touched:
-                        grid.append(Candidate(kind, layer_set, k, alpha, requests))
+                        grid.append(edit)
     return grid
 
 
