@@ -1,5 +1,4 @@
 import random
-from pathlib import Path
 
 import pytest
 
@@ -65,20 +64,6 @@ def test_enumeration_of_templated_lines_is_not_a_restatement():
         for n in range(1, 40)
     ]
     assert find_semantic_loop(split_text("\n".join(lines)), DetectConfig()) is None
-
-
-def test_rows_of_a_table_are_not_restatements():
-    # The upper half of CPython's cp1252 decoding table: aligned columns whose rows share their
-    # words ("LATIN CAPITAL LETTER ... WITH") and numbers without restating one another.
-    import encodings.cp1252
-
-    lines = Path(encodings.cp1252.__file__).read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if "0x80 ->" in line)
-    end = next(i for i, line in enumerate(lines) if "0xFF ->" in line)
-    table = "\n".join(lines[start : end + 1]) + "\n"
-    assert find_semantic_loop(split_text(table), DetectConfig()) is None
-    assert find_semantic_loop(split_text(table), DetectConfig(semantic_max_table_lines=1.0))
-    assert not detect_text(table).looping
 
 
 def test_matches_are_computed_lazily_from_the_end():

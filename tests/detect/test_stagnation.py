@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopfix.detect import DetectConfig, detect_text
-from loopfix.detect.stagnation import find_stagnant_tail, phrase_reuse, stem
+from loopfix.detect.stagnation import find_stagnant_tail, stem
 from loopfix.detect.text import split_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -39,17 +39,8 @@ STAGNANT_LOOPS = [
     "tli-deepseek-r1-distill-llama-8b-backtracking-3-positive",
     "tli-deepseek-r1-distill-qwen-1.5b-1",
 ]
-# Tune loops with a few new words in the tail (novelty 0.037 to 0.056) that restate in the same
-# phrasing: over half of the tail's word 4-grams were said before it.
-PHRASE_LOOPS = [
-    "tli-deepseek-r1-distill-llama-8b-100-backtracking-positive",
-    "tli-deepseek-r1-distill-llama-8b-72-backtracking-positive",
-    "tli-deepseek-r1-distill-qwen-1.5b-28",
-    "tli-deepseek-r1-distill-llama-8b-59-backtracking-positive",
-]
 # Clean tune traces that re-check a result by a new route or reconsider the question, cut at the
-# cap: the lowest novelty among clean prose tails (0.036 to 0.09, over the 0.03 threshold; the
-# two under 0.06 reuse 0.49 and 0.43 of their phrases, under the 0.55 the phrase path needs).
+# cap: the lowest novelty among clean prose tails (0.036 to 0.09, over the 0.03 threshold).
 RECHECKS = [
     "tli-deepseek-r1-distill-llama-8b-76-backtracking-positive",
     "tli-deepseek-r1-distill-llama-8b-90-backtracking-positive",
@@ -73,26 +64,6 @@ def test_re_verification_cycles_are_semantic_loops_decided_by_stagnation(item_id
     assert verdict.span.char_start is not None and verdict.span.char_start > len(text) // 3
     assert verdict.evidence and text[verdict.span.char_start :].startswith(verdict.evidence)
     assert verdict.repeats is not None and verdict.repeats >= 1
-
-
-@pytest.mark.parametrize("item_id", PHRASE_LOOPS)
-def test_restating_in_the_same_phrasing_stagnates_despite_a_few_new_words(item_id):
-    record = tune_item(item_id)
-    assert record["label"] == "loop" and record["kind"] == "semantic"
-    tokens = split_text(record["text"])
-    strict = DetectConfig(stagnation_phrase_novelty=DetectConfig().stagnation_max_novelty)
-    assert find_stagnant_tail(tokens, strict) is None  # novelty alone misses it
-    verdict = detect_text(record["text"], cut=record["cut"])
-    assert verdict.looping and verdict.decided_by == "stagnation"
-    assert verdict.score is not None and 0.5 <= verdict.score <= 0.75
-
-
-def test_phrase_reuse_counts_the_tail_phrases_said_before():
-    text = "so the cost is ten dollars. wait, so the cost is ten dollars"
-    start = text.index("wait")
-    # Tail 4-grams: "wait so the cost" is new, the other three were said before.
-    assert phrase_reuse(text, start, 4) == 3 / 4
-    assert phrase_reuse("a b c d", 7, 4) == 0.0  # an empty tail reuses nothing
 
 
 @pytest.mark.parametrize("item_id", RECHECKS)

