@@ -2,12 +2,16 @@
 
     python bench/eval_detect_corpus.py [--corpus data/detect_corpus_real/corpus.jsonl]
         [--split tune|heldout|all] [--no-cut] [--semantic off|lexical|embedding|auto]
-        [--set FIELD=VALUE ...] [--verbose]
+        [--set FIELD=VALUE ...] [--show-misses | --verbose]
 
 Recall per labelled kind: share of that kind's loops flagged (as any kind). Precision: share of
 flagged items that are loops. The score table sweeps a threshold on the verdict's score (0 keeps
 every loop verdict: the default operating point). `--no-cut` hides from the detector whether an
 output was cut at the token limit (what a caller without finish_reason gets).
+
+Per-item lines (misses and false alarms with `--show-misses`, every item with `--verbose`) are
+printed only when asked for: they are for the tune part, and the held-out part is evaluated from
+its summary alone (docs/detection.md, "Quality on real outputs").
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ def main() -> None:
         metavar="FIELD=VALUE",
         help="override a DetectConfig field (repeatable), e.g. --set lexical_similarity=0.4",
     )
-    parser.add_argument("--verbose", action="store_true", help="print every item")
+    parser.add_argument(
+        "--show-misses", action="store_true", help="print every miss and false alarm (tune only)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="print every item (tune only)")
     args = parser.parse_args()
     overrides = dict(setting.split("=", 1) for setting in args.set)
     if args.semantic is not None:
@@ -67,7 +74,7 @@ def main() -> None:
     for entry in judged:
         verdict, item = entry.verdict, entry.item
         wrong = verdict.looping != (item.label == "loop")
-        if wrong or args.verbose:
+        if (wrong and args.show_misses) or args.verbose:
             status = ("MISSED" if item.label == "loop" else "FALSE ") if wrong else "ok    "
             print(
                 f"{status} {item.id:45} label={item.kind:9} cut={item.cut!s:5} "
