@@ -1,14 +1,16 @@
 """A patched SmolLM2 GGUF, reloaded: do its greedy outputs match the patched HF model's?
 
-    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--prompts 16]
-        [--max-new-tokens 40] [--layers 4,20] [--k 16] [--alpha 4] [--threads 1] [--llama-python PY]
+    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--prompts 16] [--seed 0]
+        [--max-new-tokens 40] [--layers 4,20] [--k 16] [--alpha 4] [--patch PATCH]
+        [--threads 1] [--llama-python PY]
 
 Builds a real patch on SmolLM2-135M-Instruct (float32, from `loopfix:smollm2`): the `--k`
 down_proj columns of each of `--layers` that write most along a seeded direction, edited along
-it with `--alpha` (tests/patch/helpers.py `smollm2_requests`, the recipe the tests use). Then,
+it with `--alpha` (tests/patch/helpers.py `smollm2_requests`, the recipe the tests use), or the
+patch at `--patch` (a repair's patch.json or its folder). Then,
 for each `--gguf-type` (the file's own Q4_1, F16, Q8_0), writes the patched GGUF with
 `export_patched_gguf`, reloads it through loopfix's own loader (converted into a temporary
-cache) and counts, over `--prompts` `arith` prompts (seed 0, chat template), how many greedy
+cache) and counts, over `--prompts` `arith` prompts (`--seed`, chat template), how many greedy
 continuations of `--max-new-tokens` equal the patched HF model's token for token. The base
 model's row says how many prompts the patch changes at all.
 
@@ -82,6 +84,8 @@ def main() -> None:
     parser.add_argument("--layers", default="4,20")
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--alpha", type=float, default=4.0)
+    parser.add_argument("--patch", type=Path, default=None, help="a patch instead of the recipe")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the arith prompts")
     parser.add_argument("--llama-python", default=None)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -94,6 +98,7 @@ def main() -> None:
     from loopfix.models import CACHE_DIR_VARIABLE, load_model
     from loopfix.models.gguf import packaged_model_path
     from loopfix.patch import GgufExportConfig, build_patch, export_patched_gguf, patched
+    from loopfix.patch.format import load_patch, resolve_patch_path
     from loopfix.suites import arith_suite
     from loopfix.suites.render import prompt_ids
     from tests.patch.helpers import smollm2_requests
@@ -101,24 +106,25 @@ def main() -> None:
     model, tokenizer = load_model("loopfix:smollm2", device="cpu")
     # Written files are converted into a throwaway cache (538 MB each), not the user's.
     os.environ[CACHE_DIR_VARIABLE] = str(work / "cache")
-    layers = tuple(int(layer) for layer in args.layers.split(","))
-    patch = build_patch(
-        model, smollm2_requests(model, layers, args.k, args.alpha), model_id="loopfix:smollm2"
-    )
-    prompts = [prompt_ids(item, tokenizer) for item in arith_suite(args.prompts, seed=0)]
+    if args.patch is not None:
+        patch = load_patch(resolve_patch_path(args.patch))
+        described: dict[str, object] = {"file": str(args.patch)}
+    else:
+        layers = tuple(int(layer) for layer in args.layers.split(","))
+        patch = build_patch(
+            model, smollm2_requests(model, layers, args.k, args.alpha), model_id="loopfix:smollm2"
+        )
+        described = {"layers": layers, "k": args.k, "alpha": args.alpha}
+    prompts = [prompt_ids(item, tokenizer) for item in arith_suite(args.prompts, seed=args.seed)]
     base = greedy(model, tokenizer, prompts, args.max_new_tokens)
     with patched(model, patch):
         reference = greedy(model, tokenizer, prompts, args.max_new_tokens)
     eos = int(tokenizer.eos_token_id)
     source = packaged_model_path("smollm2")
     report: dict[str, object] = {
-        "patch": {
-            "layers": layers,
-            "k": args.k,
-            "alpha": args.alpha,
-            "touched_fraction": patch.touched_fraction,
-        },
+        "patch": {**described, "touched_fraction": patch.touched_fraction},
         "prompts": args.prompts,
+        "seed": args.seed,
         "max_new_tokens": args.max_new_tokens,
         "base_vs_patched_hf": agreement(base, reference),
     }

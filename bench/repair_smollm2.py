@@ -5,8 +5,9 @@
 
 scan: the base scans. search: pairs, directions, the first-order proxy over every layer, site
 and k. screen: the proxy's ranking and a strength grid generated on the training prompts.
-tune: optuna over structure and strength, scored by the same generation. verify: the best
-screened or tuned candidate, 3 random controls, KL and perplexity on the held-out prompts.
+tune: optuna over structure and strength, scored by the same generation (a comparison with the
+grid; it picks nothing). verify: the best screened candidate, 3 random controls, KL and
+perplexity on the held-out prompts, the candidate written as a patch.
 
 Every stage writes under OUT and resumes: a scan folder continues where it stopped (run_scan),
 a stage's JSON result is reused when present. Progress goes to stdout.
@@ -31,7 +32,7 @@ from scipy.stats import spearmanr
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.hf import HFBackend
 from loopfix.models import load_model
-from loopfix.patch import EditSite, build_patch
+from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.records import read_samples
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.candidates import Candidate, candidate, norm_matched_control
@@ -566,10 +567,9 @@ def stage_verify(
     """The best screened candidate, its norm-matched random controls (VERIFY.control_seeds
     seeds) and the base on the 200 held-out prompts; KL, perplexity; the acceptance checks."""
     directions = torch.load(tagged(out, "search", source) / "directions.pt")
+    # The screening's design picks the candidate; `tune` (optuna on the same prompts) is the
+    # comparison of search methods, not a second chance for the held-out prompts.
     screened = json.loads((tagged(out, "screen", source) / "screen.json").read_text())["rows"]
-    tuned = tagged(out, "tune", source) / "tune.json"
-    if tuned.exists():
-        screened += json.loads(tuned.read_text())["rows"]
     best = max(
         screened,
         key=lambda r: (r["rescues"] >= r["regressions"], r["loops_removed"] - r["loops_added"]),
@@ -613,8 +613,19 @@ def stage_verify(
     failed = [name for name, ok in checks.items() if not ok]
     verdict = f"accepted: {chosen.label()}" if not failed else "rejected: " + ", ".join(failed)
     print(verdict, flush=True)
+    # The candidate as a patch file either way (`loopfix patch apply` exports it to GGUF and HF),
+    # under the verdict's name so a rejected edit is never mistaken for a repair.
+    patch = build_patch(
+        exact_model,
+        chosen.requests,
+        model_id=MODEL,
+        metrics={"by_temperature": by_temperature, "kl": kl["patched"], "checks": checks},
+        provenance={"source": source, "candidate": chosen.to_dict(), "driver": __file__},
+    )
+    folder = tagged(out, "verify", source)
+    save_patch(patch, folder / ("patch" if not failed else "rejected_candidate"))
     write_json_atomic(
-        tagged(out, "verify", source) / f"verify-T{'-'.join(f'{t:g}' for t in temperatures)}.json",
+        folder / f"verify-T{'-'.join(f'{t:g}' for t in temperatures)}.json",
         {
             "candidate": {**chosen.to_dict(), "label": chosen.label(), "screening": best},
             "controls": [{**c.to_dict(), "seed": s} for s, c in zip(seeds, controls, strict=True)],
