@@ -12,9 +12,10 @@ when that venv is absent). Tokens/s counts generated tokens over generation time
 excluded, best of `--repeats`, in wall time and in the process's CPU time (the steadier one on
 a machine other jobs share). `--profile DTYPE` prints, instead, where one engine run in
 that dtype spends its time (torch.profiler: prefill and decode steps, then the top operators).
-`--matmul` prints, instead, float32 GFLOP/s of torch's linear (MKL) and of oneDNN's (what the
-engine's `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread,
-counted in thread CPU time (so other jobs on the machine barely move it).
+`--matmul` prints, instead, GFLOP/s in float32 and bfloat16 of torch's linear (MKL in float32),
+of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
+`OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
+thread CPU time (so other jobs on the machine barely move it).
 """
 
 from __future__ import annotations
@@ -111,13 +112,18 @@ def matmul_rates(rows: int) -> None:
             best = min(best, (time.thread_time() - started) / repeats)
         return flops / best / 1e9
 
-    print(f"float32 linear, {rows} rows, one thread: GFLOP/s (torch = MKL sgemm, oneDNN)")
-    for inner, outer in shapes:
-        x, weight = torch.randn(rows, inner), torch.randn(outer, inner)
-        flops = 2.0 * rows * inner * outer
-        mkl = gflops(torch.nn.functional.linear, x, weight, flops)
-        onednn = gflops(OneDNNLinear.forward_on_weights, x, weight, flops)
-        print(f"{inner:>5} -> {outer:<6} {mkl:7.1f} {onednn:7.1f}   x{onednn / mkl:.2f}")
+    print(f"linear, {rows} rows, one thread: GFLOP/s (torch's, oneDNN plain, oneDNN packed)")
+    for dtype in DTYPES:
+        print(f"{dtype}: torch's is MKL sgemm" if dtype == "float32" else f"{dtype}:")
+        for inner, outer in shapes:
+            x = torch.randn(rows, inner).to(getattr(torch, dtype))
+            weight = torch.randn(outer, inner).to(x.dtype)
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight)  # what OneDNNLinear uses
+            flops = 2.0 * rows * inner * outer
+            plain = gflops(torch.nn.functional.linear, x, weight, flops)
+            onednn = gflops(OneDNNLinear.forward_on_weights, x, weight, flops)
+            ours = gflops(OneDNNLinear.forward_on_weights, x, packed, flops)
+            print(f"{inner:>5} -> {outer:<6} {plain:7.1f} {onednn:7.1f} {ours:7.1f}")
 
 
 def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
@@ -155,7 +161,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
     parser.add_argument("--profile", choices=DTYPES, help="profile one engine run in this dtype")
-    parser.add_argument("--matmul", action="store_true", help="MKL vs oneDNN linear GFLOP/s")
+    parser.add_argument("--matmul", action="store_true", help="torch vs oneDNN linear GFLOP/s")
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy

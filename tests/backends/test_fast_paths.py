@@ -1,5 +1,6 @@
 """The engine's two speed-ups compute what transformers does: the in-place KV cache
-(`SpareLayer`) and oneDNN float32 linear layers (`OneDNNLinear`), on real forward passes."""
+(`SpareLayer`) and oneDNN linear layers on packed weights (`OneDNNLinear`), on real forward
+passes."""
 
 import copy
 
@@ -58,6 +59,22 @@ def test_onednn_linears_match_torch_and_step_aside_for_gradients() -> None:
     assert torch.equal(layer(x), plain(x))
     layer(x).sum().backward()
     assert x.grad is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_packed_weights_follow_in_place_edits_and_stay_out_of_copies(dtype) -> None:
+    layer = nn.Linear(24, 40).to(dtype)
+    use_onednn_linears(layer)
+    x = torch.randn(5, 24, dtype=dtype)
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias))
+    layer.weight.detach()[:, 3] += 1.0  # how a patch writes (a detached view of the weight)
+    with torch.inference_mode():
+        edited = layer(x)
+    torch.testing.assert_close(edited, nn.functional.linear(x, layer.weight, layer.bias))
+    copied = copy.deepcopy(layer)  # the packed copy has no storage to copy: left out
+    with torch.inference_mode():
+        assert torch.equal(copied(x), edited)
 
 
 @pytest.mark.slow

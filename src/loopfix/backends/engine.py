@@ -22,8 +22,9 @@ cap. This loop keeps up to `batch_size` sequences in flight instead:
 A sample therefore depends only on its prompt, its seed and the settings, not on which requests
 share its batch (up to float rounding of batched matmuls), and two guard chains that leave a
 step's logits alone draw the same token there: comparisons are paired at every temperature.
-The model's float32 linear layers run on oneDNN from the first engine on (`backends.onednn`:
-MKL's float32 GEMM is the slower one on the CPUs measured). Caches that cannot be merged or
+The model's linear layers run on oneDNN with packed weights from the first engine on
+(`backends.onednn`: faster than MKL's float32 GEMM and than oneDNN on plain weights on the
+CPUs measured). Caches that cannot be merged or
 trimmed row by row (sliding-window or linear-attention layers)
 run in fixed batches instead: ended rows stay until the batch ends, and a chain that may roll
 back runs one row at a time.

@@ -1,17 +1,27 @@
-"""float32 linear layers through oneDNN instead of MKL on CPU, for inference.
+"""Linear layers through oneDNN on pre-packed weights, for CPU inference.
 
-torch runs a float32 `nn.Linear` on CPU through MKL's sgemm, and a bfloat16 one through oneDNN.
-On the AMD EPYC machines this project runs on, MKL's sgemm reaches about 90 GFLOP/s per core on
-the decode engine's shapes (16 rows x SmolLM2's 576-1536 wide projections) and 48 on its
-49,152-wide output layer, where oneDNN's reaches 105-155 and 98 (`bench/bench_real_model.py
---matmul`): a float32 engine step is mostly these matrix multiplies, and vLLM-CPU runs them on
-oneDNN. `use_onednn_linears` switches a model's linear layers to `OneDNNLinear`, which calls
-oneDNN's linear on the same weights (no copy) whenever no gradient is wanted; with gradients,
-or off CPU, or in another dtype it is `nn.Linear` itself. Same math, another summation order:
-logits differ from MKL's in the last float bits, so a greedy walk may part at a near-tie.
+torch runs a float32 `nn.Linear` on CPU through MKL's sgemm, and a bfloat16 one through oneDNN
+on the plain weight, which oneDNN reorders into its blocked layout on every call. On the AMD
+EPYC machines this project runs on, at the decode engine's shapes (16 rows x SmolLM2's 576-1536
+wide projections and its 49,152-wide output layer, one thread, `bench/bench_real_model.py
+--matmul`), oneDNN on a weight packed once into its own layout is the fastest of the three in
+both dtypes: a decode step is mostly these matrix multiplies, streaming every weight from
+memory, and vLLM-CPU runs them on oneDNN with packed weights too.
+
+`use_onednn_linears` switches a model's linear layers to `OneDNNLinear`. Whenever no gradient
+is wanted, on CPU, in float32 (or bfloat16 where oneDNN supports it), it calls oneDNN's linear
+on a packed copy of its weight; otherwise it is `nn.Linear` itself. The packed copy costs the
+weight's memory again, is made on first use, and is made afresh whenever the weight changed
+since: its version counter moves on every in-place write through the parameter or a detached
+view of it (a patch, `load_state_dict`), its storage when the parameter is replaced. A write
+through `weight.data` moves neither and is not seen. The copy is left out of pickles and deep
+copies (oneDNN's layout has no storage to copy). Same math, another summation order than MKL:
+logits differ in the last float bits, so a greedy walk may part at a near-tie.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,24 +33,49 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
+def _packable_dtypes() -> frozenset[torch.dtype]:
+    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return frozenset({torch.float32, torch.bfloat16})
+    return frozenset({torch.float32})
+
+
+_PACKABLE = _packable_dtypes() if onednn_available() else frozenset()
+
+
 class OneDNNLinear(nn.Linear):
-    """`nn.Linear` whose float32 CPU inference runs on oneDNN (see the module docstring)."""
+    """`nn.Linear` whose CPU inference runs on oneDNN with a packed weight (see the module
+    docstring)."""
+
+    _packed: tuple[tuple[int, int], torch.Tensor] | None = None  # (weight's key, packed copy)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        weight = self.weight
         if (
             torch.is_grad_enabled()
-            or input.dtype != torch.float32
             or input.device.type != "cpu"
-            or self.weight.dtype != torch.float32
+            or input.dtype != weight.dtype
+            or weight.dtype not in _PACKABLE
         ):
             return super().forward(input)
-        return self.forward_on_weights(input, self.weight, self.bias)
+        return self.forward_on_weights(input, self.packed_weight(), self.bias)
+
+    def packed_weight(self) -> torch.Tensor:
+        """The weight in oneDNN's layout, packed again if the weight changed since."""
+        key = (self.weight._version, self.weight.data_ptr())
+        if self._packed is None or self._packed[0] != key:
+            self._packed = (key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach()))
+        return self._packed[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())
+        state.pop("_packed", None)
+        return state
 
     @staticmethod
     def forward_on_weights(
         input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """oneDNN's `input @ weight.T + bias` (float32, CPU)."""
+        """oneDNN's `input @ weight.T + bias` (CPU; `weight` plain or packed)."""
         return torch.ops.mkldnn._linear_pointwise(input, weight, bias, "none", [], "")
 
 
