@@ -410,11 +410,9 @@ def _search_result(out: Path, source: str) -> tuple[dict[str, Any], torch.Tensor
 
 
 def _screened(verifier: Verifier[ScanOutcomes], candidate: Candidate) -> dict[str, Any]:
-    """One candidate's screening arm paired with the base arm, with its net loop reduction."""
-    base = verifier.base("causal", 0.0)
-    outcomes = verifier.edited(candidate, 0.0, "causal")
-    row = {**candidate.to_dict(), **outcomes.summary(), **verifier.compare(base, outcomes)}
-    base_loops = sum(is_loop(s) for s in base.samples)
+    """`Verifier.screen_row` with the net loop reduction as a share of the base's loops."""
+    row = verifier.screen_row(candidate)
+    base_loops = sum(is_loop(s) for s in verifier.base("causal", 0.0).samples)
     net = row["loops_removed"] - row["loops_added"]
     return {**row, "measured_reduction": net / base_loops if base_loops else 0.0}
 

@@ -92,20 +92,21 @@ class Verifier(Generic[OutcomesT]):
             )
         return self._edited[key]
 
+    def screen_row(self, candidate: Candidate) -> dict[str, Any]:
+        """One candidate on the screening prompts at the primary temperature, paired with the
+        base there."""
+        temperature = self.config.temperature
+        base = self.base("causal", temperature)
+        outcomes = self.edited(candidate, temperature, "causal")
+        return {**candidate.to_dict(), **outcomes.summary(), **self.compare(base, outcomes)}
+
     def screen(self, candidates: Sequence[Candidate]) -> tuple[Candidate, list[dict[str, Any]]]:
         """The candidate that removes most loops net at the primary temperature without losing
         success (rescues >= regressions); failing that, the one that removes most loops.
 
         Screened on the causal-check prompts, so the final verification prompts are not the ones
         a candidate was picked on (no winner's curse in the reported numbers)."""
-        temperature = self.config.temperature
-        base = self.base("causal", temperature)
-        rows = []
-        for candidate in candidates:
-            outcomes = self.edited(candidate, temperature, "causal")
-            rows.append(
-                {**candidate.to_dict(), **outcomes.summary(), **self.compare(base, outcomes)}
-            )
+        rows = [self.screen_row(candidate) for candidate in candidates]
 
         def key(row: dict[str, Any]) -> tuple[bool, int]:
             return (row["rescues"] >= row["regressions"], row["loops_removed"] - row["loops_added"])
