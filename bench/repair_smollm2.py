@@ -36,7 +36,7 @@ from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.records import read_samples
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.candidates import Candidate, candidate, norm_matched_control
-from loopfix.repair.config import RepairConfig
+from loopfix.repair.config import PLAIN_TEXT, RepairConfig
 from loopfix.repair.decide import acceptance_checks
 from loopfix.repair.directions import random_directions
 from loopfix.repair.linear_proxy import LinearProxy
@@ -61,21 +61,9 @@ SUITE = "arith"
 TRAIN_SEED, HELDOUT_SEED = 1401, 1402
 PROMPTS = 200
 CAP = 256  # docs/real-model.md's cap
-
-
-def _native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 in hardware (without it, bfloat16 is emulated and
-    several times slower than float32)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 # Generation dtype, shared by every arm (`--dtype`): bfloat16 where the CPU has it natively
 # (2.2x the float32 engine's tokens/s there, docs/real-model.md), else float32.
-DTYPE = "bfloat16" if _native_bf16() else "float32"
+DTYPE = RepairConfig(gen_dtype="auto").generation_dtype
 GEN_BATCH = 40
 TEMPERATURES = (0.0, 0.6)
 
@@ -507,7 +495,6 @@ def stage_tune(out: Path, source: str) -> None:
     )
 
 
-PLAIN_TEXT = Path("data/plain_text/python-3.11-reference.txt")
 VERIFY = REPAIR.model_copy(
     update={"temperature": 0.0, "perplexity_text": PLAIN_TEXT, "control_seed": 77}
 )

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from loopfix.cli import app
 from loopfix.records import SampleStore
 from loopfix.repair import RepairConfig, run_repair
+from loopfix.repair.sources import source_for
 from loopfix.scan import ScanConfig, compare_runs, run_scan
 
 # Every stage on a tiny random llama (it loops at greedy), verified at T=0 only.
@@ -50,13 +51,20 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     assert verify["accepted"] == result.accepted
     for arm in ("base", "patched", "random_control"):
         assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
-        assert verify[arm]["n"] == verify["branches"]["prompts"]["verify"] == 4
+        # A built-in suite's verification prompts are fresh ones, as many as asked.
+        assert verify[arm]["n"] == verify["branches"]["prompts"]["verify"] == SMALL.prompts
     assert verify["by_temperature"]["0.0"]["base"] == verify["base"]
     assert {"kl", "rescues", "regressions", "touched_fraction", "accepted"} <= verify.keys()
     assert verify["config"]["positions"] == "mode"  # no star-graph decision states in text
     branches = verify["branches"]
     assert branches["source"] == "scan" and branches["records"] == str(config.records)
-    assert branches["prompts"] == {"train": 8, "causal": 4, "verify": 4}
+    assert branches["verify_prompts"] == "fresh suite prompts"
+    prompts = branches["prompts"]
+    assert (prompts["train"], prompts["causal"], prompts["verify"]) == (8, 8, 50)
+    assert 1 <= prompts["screening"] <= 8
+    scanned = {s.prompt_id for s in SampleStore(scan.out / "records.jsonl")}
+    verified = {s.prompt_id for s in SampleStore(Path(verify["base"]["records"]))}
+    assert len(verified) == 50 and not verified & scanned
     assert 0 < branches["train"]["pairs"] <= 8 and 0 < branches["heldout"]["pairs"] <= 8
     # The decision follows from the numbers, check by check.
     checks, paired = verify["checks"], verify["by_temperature"]["0.0"]["paired"]["patched"]
@@ -78,7 +86,7 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     assert Path(verify["patch"]) == folder / "patch.json" and (folder / "patch.json").is_file()
     # The arms are scans: re-pairing their records gives the same rescues and regressions.
     runs = [Path(verify[arm]["records"]).parent for arm in ("base", "patched")]
-    assert all(len(list(SampleStore(run / "records.jsonl"))) == 4 for run in runs)
+    assert all(len(list(SampleStore(run / "records.jsonl"))) == 50 for run in runs)
     overall = compare_runs(*runs)["overall"]
     assert (overall["rescues"], overall["regressions"]) == (
         verify["rescues"],
@@ -94,16 +102,32 @@ runner = CliRunner()
 def test_cli_scans_the_suite_itself(tiny_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     arguments = ["repair", str(tiny_folder), "--suite", "arith", "--n", "8", "--out", str(out)]
-    grid = ["--temperature", "0", "--max-new-tokens", "32", "--ks", "8", "--alphas", "2"]
-    result = runner.invoke(app, arguments + grid + ["--prompts", "50", "--batch-size", "16"])
+    # The tiny model's greedy loops have no converging run of the same prompt to pair with (the
+    # default outcome source refuses them, below): the rescue source makes its own partners.
+    grid = ["--source", "rescue", "--max-new-tokens", "32", "--ks", "8", "--alphas", "2"]
+    small = ["--prompts", "50", "--batch-size", "16", "--max-touched-fraction", "0.05"]
+    result = runner.invoke(app, arguments + grid + small)
     assert result.exit_code == 0, result.output
     verify = json.loads((out / "verify.json").read_text())
     assert verify["branches"]["records"] == str(out / "scan" / "records.jsonl")
     assert (
         verify["branches"]["scan"]["n"] == 8 and verify["branches"]["scan"]["max_new_tokens"] == 32
     )
-    assert set(verify["by_temperature"]) == {"0.0", "0.6", "1.0"}
-    assert len(list(SampleStore(out / "scan" / "records.jsonl"))) == 8 * 3
+    # From a suite: the text defaults (greedy primary, T=0.6 beside it, the outcome pairs of the
+    # two samples per prompt the own scan gives, the first-order search, k up to 64).
+    assert set(verify["by_temperature"]) == {"0.0", "0.6"}
+    assert len(list(SampleStore(out / "scan" / "records.jsonl"))) == 8 * 2
+    assert verify["config"]["temperature"] == 0.0 and verify["config"]["batch_size"] == 16
+    assert verify["search"]["method"] == "linear" and verify["config"]["ks"] == [8]
+    # Every layer x site x k ranked; screened: the 3 best and the best two layers together.
+    search, screened = verify["search"], verify["screening"]
+    assert search["candidates"] == 2 * len(verify["directions"]["layers"]["separations"])
+    selectivity = [row["selectivity"] for row in search["top"]]
+    assert selectivity == sorted(selectivity, reverse=True)
+    assert [len(row["layers"]) for row in screened] == [1, 1, 1, 2]
+    best = search["top"][0]
+    assert (screened[0]["site"], screened[0]["layers"]) == (best["site"], [best["layer"]])
+    assert verify["config"]["perplexity_text"] is not None and verify["perplexity"] is not None
     # Records of another suite are refused with the reason, not a traceback.
     again = runner.invoke(
         app,
@@ -120,3 +144,33 @@ def test_cli_scans_the_suite_itself(tiny_folder: Path, tmp_path: Path) -> None:
     )
     assert again.exit_code == 2
     assert "records are of suite 'arith', not 'stargraph'" in " ".join(again.output.split())
+
+
+def test_default_text_source_pairs_runs_where_a_prompt_has_two(
+    tiny_folder: Path, tmp_path: Path
+) -> None:
+    """The outcome source by default where a prompt has two or more samples, the rescue source
+    where it has one; an outcome source with nothing to pair says so in one line."""
+    runs = {}
+    for name, temperatures in (("one", [0.0]), ("two", [0.0, 0.6])):
+        scan = ScanConfig(
+            model=str(tiny_folder),
+            suite="arith",
+            n=8,
+            temperatures=temperatures,
+            max_new_tokens=24,
+            out=tmp_path / name,
+        )
+        run_scan(scan)
+        runs[name] = scan.out / "records.jsonl"
+    assert source_for(RepairConfig(suite="arith", records=runs["one"])).name == "rescue"
+    assert source_for(RepairConfig(suite="arith", records=runs["two"].parent)).name == "outcome"
+    assert source_for(RepairConfig(suite="arith")).name == "outcome"  # own scan: T=0 and 0.6
+    assert source_for(RepairConfig(suite="arith", temperatures=(0.0,))).name == "rescue"
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["repair", str(tiny_folder), "--records", str(runs["two"]), "--out", str(out)]
+    )
+    assert result.exit_code == 2
+    assert "too few outcome branch pairs" in " ".join(result.output.split())
+    assert not (out / "verify.json").exists()

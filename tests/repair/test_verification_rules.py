@@ -12,6 +12,7 @@ from loopfix.patch import EditSite, build_patch
 from loopfix.repair import RepairConfig
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.candidates import candidate_grid, norm_matched_control
+from loopfix.repair.config import PLAIN_TEXT
 from loopfix.repair.decide import acceptance_checks
 from loopfix.repair.directions import random_directions
 from loopfix.repair.errors import RepairInputError
@@ -56,9 +57,6 @@ def test_first_order_proxy_matches_the_exact_scores_at_small_alpha(testbed) -> N
     # Doubling alpha doubles a first-order score (it is linear by construction).
     one, two = linear.score(sites[1], 8, 1.0), linear.score(sites[1], 8, 2.0)
     assert two[0] == pytest.approx(2 * one[0])
-
-
-PLAIN_TEXT = Path(__file__).parents[2] / "data" / "plain_text" / "python-3.11-reference.txt"
 
 
 def test_perplexity_check_passes_a_tiny_edit_and_fails_a_damaging_one(

@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 
 from loopfix.cli.common import parse_list
 
-__all__ = ["build", "cli_default", "flag", "is_list", "list_value", "option"]
+__all__ = ["build", "cli_default", "field_help", "flag", "is_list", "list_value", "option"]
 
 _BOUNDS = (
     (annotated_types.Ge, "ge", ">="),
@@ -52,7 +52,7 @@ def cli_default(field: FieldInfo) -> Any:
     return default
 
 
-def _help(field: FieldInfo) -> str:
+def field_help(field: FieldInfo) -> str:
     bounds = [
         f"{symbol} {_number(getattr(item, attribute))}"
         for item in field.metadata
@@ -68,7 +68,7 @@ def _help(field: FieldInfo) -> str:
 def option(model: type[BaseModel], name: str, *flags: str, help: str | None = None) -> Any:
     """A typer option for `model`'s field `name`: its default, its description and bounds."""
     field = model.model_fields[name]
-    return typer.Option(cli_default(field), *flags, help=help or _help(field))
+    return typer.Option(cli_default(field), *flags, help=help or field_help(field))
 
 
 def list_value(text: str) -> list[int | float | str]:

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console
-from loopfix.cli.options import build, option
-from loopfix.repair.config import RepairConfig
+from loopfix.cli.options import build, cli_default, field_help, option
+from loopfix.repair.config import TEXT_DEFAULTS, RepairConfig
+
+
+def by_source(name: str) -> Any:
+    """An option whose default depends on the source: left out, the config fills it (the
+    field's default on the testbed, TEXT_DEFAULTS from scan records), and the help says both."""
+    field = RepairConfig.model_fields[name]
+    text = TEXT_DEFAULTS[name]
+    written = ",".join(f"{v:g}" for v in text) if isinstance(text, tuple) else text
+    return typer.Option(
+        None,
+        help=f"{field_help(field)} (default: {cli_default(field)} on the testbed, {written} with "
+        "--suite or --records)",
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -23,20 +36,22 @@ def repair_command(
     out: Annotated[Path, typer.Option("--out", help="folder for patch, verify.json, report.md")] = (
         Path("repair")
     ),
-    temperature: float = option(RepairConfig, "temperature"),
-    prompts: int = option(RepairConfig, "prompts"),
-    alphas: str = option(RepairConfig, "alphas"),
-    ks: str = option(RepairConfig, "ks"),
+    temperature: float | None = by_source("temperature"),
+    prompts: int | None = by_source("prompts"),
+    alphas: str | None = by_source("alphas"),
+    ks: str | None = by_source("ks"),
     max_kl: float = option(RepairConfig, "max_kl"),
-    search: str = option(RepairConfig, "search"),
+    search: str | None = by_source("search"),
     trials: int = option(RepairConfig, "trials"),
     positions: str = option(RepairConfig, "positions"),
-    batch_size: int = option(RepairConfig, "batch_size"),
+    batch_size: int | None = by_source("batch_size"),
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
     source: str | None = option(RepairConfig, "source"),
     suite: str | None = option(RepairConfig, "suite"),
     n: int | None = option(RepairConfig, "n"),
     records: Path | None = option(RepairConfig, "records"),
+    gen_dtype: str | None = by_source("gen_dtype"),
+    max_touched_fraction: float | None = by_source("max_touched_fraction"),
     max_new_tokens: int | None = option(RepairConfig, "max_new_tokens"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
@@ -54,9 +69,7 @@ def repair_command(
     at_least(1, threads=threads)
     check_output_path(out, folder=True)  # before minutes of work, not after
     values = {name: value for name, value in locals().items() if name in RepairConfig.model_fields}
-    # Verified at the primary temperature and at every default one.
-    temperatures = sorted({*RepairConfig.model_fields["temperatures"].default, temperature})
-    config = build(RepairConfig, {**values, "temperatures": temperatures})
+    config = build(RepairConfig, values)
     torch.set_num_threads(threads)
     result = run_repair(
         model,

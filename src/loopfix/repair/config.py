@@ -5,13 +5,20 @@ from __future__ import annotations
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.records import Temperature
 
-__all__ = ["SUITE_CAP", "TESTBED_CAP", "RepairConfig", "SourceName"]
+__all__ = [
+    "PLAIN_TEXT",
+    "SUITE_CAP",
+    "TESTBED_CAP",
+    "TEXT_DEFAULTS",
+    "RepairConfig",
+    "SourceName",
+]
 
 SourceName = Literal["testbed", "scan", "rescue", "outcome"]
 
@@ -20,6 +27,41 @@ SourceName = Literal["testbed", "scan", "rescue", "outcome"]
 # SmolLM2's loops (periods up to 125 tokens) would be cut before their first repeat.
 TESTBED_CAP = 48
 SUITE_CAP = 256
+
+# The defaults of a repair from scan records (a suite or records given) where they differ from
+# the testbed's (the fields' own defaults). They are the settings of the search that found the
+# accepted SmolLM2 patch (docs/repair.md, "the outcome source, accepted"): a real model's loops
+# sit in one region of a 30-layer stack, which only a search over every layer finds (the
+# first-order proxy); its k=64 edit won; alpha 1 was never a structure's best strength in its
+# screenings (training prompts, 8 structures across two scans), so the arms go to a third
+# structure instead; a branch of a few hundred tokens through a 30-layer
+# model needs small probe batches (batch 8 peaks at 6.1-6.9 GiB in the proxy); chat models loop
+# at greedy, and T=0.6 gives the converging runs the outcome source pairs them with; 200
+# held-out prompts are what a McNemar test needs to see a halving; 0.1% of the weights is the
+# most a real-model patch may touch; 64 answers of a few hundred tokens per decode batch is the
+# driver's batch of 40 rounded up (a batch of 500 holds ~4 GB of cache for no measured gain);
+# 48 normal answers for the KL (the driver used 12: on SmolLM2 the exact scoring of the chosen
+# edit and its control over 150 took 8 minutes).
+# Plain text no suite prompt resembles (six topics of the Python 3.11.7 language reference,
+# shipped in `pydoc_data`, PSF license): the general-ability check of a real model's repair.
+PLAIN_TEXT = Path(__file__).parent / "plain_text" / "python-3.11-reference.txt"
+
+TEXT_DEFAULTS: dict[str, Any] = {
+    "search": "linear",
+    "ks": (8, 32, 64),
+    "alphas": (2.0, 4.0, 6.0),
+    "verify_top": 3,
+    "batch_size": 8,
+    "temperature": 0.0,
+    "temperatures": (0.0, 0.6),
+    "prompts": 200,
+    "n": 200,
+    "max_touched_fraction": 0.001,
+    "gen_dtype": "auto",
+    "gen_batch_size": 64,
+    "kl_walks": 48,
+    "perplexity_text": PLAIN_TEXT,
+}
 
 
 class RepairConfig(BaseModel):
@@ -55,11 +97,14 @@ class RepairConfig(BaseModel):
         (1.0, 2.0, 4.0, 6.0), min_length=1, description="edit strengths (grid)"
     )
     max_kl: float = Field(0.1, gt=0, description="KL budget (nats/token) on normal walks")
-    search: Literal["grid", "optuna"] = Field(
+    search: Literal["grid", "optuna", "linear"] = Field(
         "grid",
-        description="'grid' scores every candidate; 'optuna' runs a seeded multi-objective TPE "
-        "search (selectivity vs KL) over the same space with alpha continuous between the "
-        "smallest and largest of `alphas`, and verifies its Pareto front first",
+        description="'grid' scores every candidate exactly on the layers of largest separation; "
+        "'optuna' runs a seeded multi-objective TPE search (selectivity vs KL) over the same "
+        "space with alpha continuous between the smallest and largest of `alphas`, and verifies "
+        "its Pareto front first; 'linear' ranks every layer x site x k by the first-order proxy "
+        "and screens its `verify_top` best and the two-layer edit of its two best layers at "
+        "every alpha by generation (default from scan records)",
     )
     trials: int = Field(40, ge=1, description="candidates scored by the optuna search")
     search_seed: int = Field(0, description="seed of the optuna search's sampler")
@@ -70,7 +115,12 @@ class RepairConfig(BaseModel):
         description="prompts of the activation-level check and of the screening of candidates "
         "(seed: verify_seed + 1)",
     )
-    prompts: int = Field(1000, ge=50, description="held-out prompts of the verification")
+    prompts: int = Field(
+        1000,
+        ge=50,
+        description="held-out prompts of the verification (from scan records of a built-in "
+        "suite: fresh ones at `verify_seed`; of a suite file: a quarter of its prompts)",
+    )
     temperature: Temperature = Field(0.6, description="primary verification temperature")
     temperatures: tuple[Temperature, ...] = Field(
         (0.0, 0.6, 1.0), min_length=1, description="all verification temperatures"
@@ -103,7 +153,8 @@ class RepairConfig(BaseModel):
     perplexity_text: Path | None = Field(
         None,
         description="plain text (UTF-8, not from the suite) of the general-ability check; None: "
-        "no perplexity check (the testbed has no natural-language vocabulary)",
+        "no perplexity check (the testbed has no natural-language vocabulary); from scan "
+        "records: the bundled Python language reference excerpt (PLAIN_TEXT)",
     )
     perplexity_tokens: int = Field(
         4096, ge=64, description="tokens of the perplexity text used (windows of 256)"
@@ -112,6 +163,12 @@ class RepairConfig(BaseModel):
         0.02, ge=0, description="relative perplexity increase allowed on the plain text"
     )
     gen_batch_size: int = Field(500, ge=1, description="prompts per generation batch")
+    gen_dtype: Literal["float32", "bfloat16", "auto"] = Field(
+        "float32",
+        description="dtype of every generation (scans, arms); probing, the proxy, KL and "
+        "perplexity stay float32. 'auto': bfloat16 on a CPU that multiplies it natively "
+        "(avx512_bf16 or amx_bf16), else float32",
+    )
     max_touched_fraction: float = Field(
         0.01, gt=0, le=1, description="candidates touching more of the weights are not searched"
     )
@@ -124,9 +181,12 @@ class RepairConfig(BaseModel):
         None,
         description="where the branch pairs come from: 'testbed' (the star-graph teacher), "
         "'scan' (loop vs non-looping resample), 'rescue' (loop vs the engine's rescue at its "
-        "first repeat, greedy and sampled) or 'outcome' (looping vs converging runs, a "
-        "baseline); None: 'testbed' without a suite or records, 'rescue' with them (on SmolLM2 "
-        "its pairs are the ones whose proxy ranks edits as generation does, docs/repair.md)",
+        "first repeat, greedy and sampled) or 'outcome' (looping vs converging runs of the same "
+        "prompt, the seed's construction); None: 'testbed' without a suite or records; with them "
+        "'outcome' where the records hold two or more samples of a prompt (the own scan runs "
+        "every `temperatures`), else "
+        "'rescue' (on SmolLM2 the outcome pairs are the ones whose first-order proxy ranks edits "
+        "as generation does, rho 0.90; docs/repair.md)",
     )
     suite: str | None = Field(
         None,
@@ -134,13 +194,39 @@ class RepairConfig(BaseModel):
         "None with no `records`: the testbed teacher's branches",
     )
     n: int | None = Field(
-        None, ge=4, description="suite items of the repair's own scan (built-in default: 50)"
+        None, ge=4, description="suite items of the repair's own scan (None with a suite: 200)"
     )
     records: Path | None = Field(
         None,
         description="records.jsonl of a `loopfix scan` of the model; None with a suite: the "
         "repair scans the suite itself into OUT/scan (cap `max_new_tokens`)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_by_source(cls, data: Any) -> Any:
+        """Scan records (a suite or records given) take TEXT_DEFAULTS for every field left out
+        or None; the primary temperature is always verified."""
+        if not isinstance(data, dict):
+            return data
+        text = data.get("suite") is not None or data.get("records") is not None
+        given = {k: v for k, v in data.items() if v is not None or k not in TEXT_DEFAULTS}
+        filled = {**TEXT_DEFAULTS, **given} if text else given
+        if "temperature" in filled:
+            temperatures = filled.get("temperatures", cls.model_fields["temperatures"].default)
+            filled["temperatures"] = tuple(sorted({*temperatures, filled["temperature"]}))
+        return filled
+
+    @property
+    def generation_dtype(self) -> str:
+        """`gen_dtype` with 'auto' decided for this CPU."""
+        if self.gen_dtype != "auto":
+            return self.gen_dtype
+        try:
+            flags = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return "float32"
+        return "bfloat16" if "avx512_bf16" in flags or "amx_bf16" in flags else "float32"
 
     @property
     def cap(self) -> int:

@@ -27,12 +27,15 @@ from loopfix.patch import EditSite
 from loopfix.patch.edit import write_strength
 from loopfix.patch.sites import site_module
 from loopfix.repair.batches import ProbeBatch
+from loopfix.repair.candidates import Candidate, candidate
+from loopfix.repair.config import RepairConfig
+from loopfix.repair.errors import RepairInputError
 from loopfix.repair.hooks import hooked
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["LinearProxy", "column_gains"]
+__all__ = ["LinearProxy", "column_gains", "linear_candidates"]
 
 
 def column_gains(
@@ -139,3 +142,61 @@ class LinearProxy:
             float(-alpha * (w * self.rep[site][columns]).sum()),
             float(-alpha * (w * self.prod[site][columns]).sum()),
         )
+
+
+def linear_candidates(
+    model: PreTrainedModel,
+    directions: torch.Tensor,
+    proxy: LinearProxy,
+    config: RepairConfig,
+    budget: float,
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """`search="linear"`: every (site, layer, k) ranked by first-order selectivity per unit
+    alpha; screened: the `verify_top` best and the two-layer edit of the best one's layer with
+    the next best layer of the same site and k (the source case's shape), each at every alpha
+    (to first order the proxy is linear in alpha and the KL has no first-order term, so only
+    generation can choose the strength), within `budget` touched weights. Best first."""
+    rows = []
+    for site in proxy.strengths:
+        if site.kind not in config.sites:
+            continue
+        for k in config.ks:
+            d_rep, d_prod = proxy.score(site, k, 1.0)
+            rows.append(
+                {"site": site.kind, "layer": site.layer, "k": k, "d_rep": d_rep, "d_prod": d_prod}
+            )
+    rows.sort(key=lambda row: row["d_rep"] - row["d_prod"])
+    structures = [(row["site"], (row["layer"],), row["k"]) for row in rows[: config.verify_top]]
+    best = rows[0]
+    second = next(
+        (
+            row
+            for row in rows[1:]
+            if (row["site"], row["k"]) == (best["site"], best["k"])
+            and row["layer"] != best["layer"]
+        ),
+        None,
+    )
+    if second is not None:
+        structures.append(
+            (best["site"], tuple(sorted((best["layer"], second["layer"]))), best["k"])
+        )
+    screened = [
+        edit
+        for kind, layers, k in structures
+        for alpha in config.alphas
+        for edit in [candidate(model, directions, kind, layers, k, alpha)]
+        if sum(len(r.columns) * len(r.direction) for r in edit.requests) <= budget
+    ]
+    if not screened:
+        raise RepairInputError(
+            f"no candidate edit of the first-order ranking touches at most "
+            f"{config.max_touched_fraction:g} of the weights: lower --ks or raise "
+            "--max-touched-fraction"
+        )
+    record = {
+        "method": "linear",
+        "candidates": len(rows),
+        "top": [{**row, "selectivity": row["d_prod"] - row["d_rep"]} for row in rows[:10]],
+    }
+    return screened, record

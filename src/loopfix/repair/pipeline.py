@@ -7,13 +7,16 @@ Steps (each prints its time and the peak memory so far):
    rescue, or looping vs converging runs), training and held-out prompts kept apart.
 2. probe + directions: per layer u = normalise(mean repetitive - mean productive) over the
    training pairs' states, with the separation along u and cosines between layers.
-3. search: every candidate (site x layer set x k x alpha) scored without generating on the
-   held-out pairs (selectivity proxy) and normal walks (KL), from cached prefixes.
-4. causal check: remove u from what the top candidate's sites write, with hooks during
+3. search: on the testbed every candidate (site x layer set x k x alpha) on the layers of
+   largest separation scored without generating on the held-out pairs (selectivity proxy) and
+   normal walks (KL), from cached prefixes; from scan records every layer x site x k ranked by
+   the proxy to first order (`linear_proxy`), its best few at every alpha to screen.
+4. screen the candidates by generation at the primary temperature on the screening prompts.
+5. causal check: remove u from what the chosen candidate's sites write, with hooks during
    generation; a column edit is only worth keeping if this removes loops.
-5. verify: screen the best few candidates by generation at the primary temperature, then the
-   best one and its norm-matched random control at every temperature, paired with the base.
-6. decide and write: accept only if loops fall significantly (and by `min_reduction`), the
+6. verify: the chosen candidate and its norm-matched random controls at every temperature on
+   held-out prompts, paired with the base.
+7. decide and write: accept only if loops fall significantly (and by `min_reduction`), the
    control does not get half as far, success does not fall, KL and touched weights are in
    budget; write the patch (or the rejected candidate), verify.json and report.md.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +48,7 @@ from loopfix.repair.directions import (
     mean_difference_directions,
     random_directions,
 )
+from loopfix.repair.linear_proxy import LinearProxy, linear_candidates
 from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.perplexity import general_ability
 from loopfix.repair.probe import ClassMeans, class_means, projections
@@ -119,31 +124,45 @@ def rank_candidates(
 
 
 def _search(
-    model: PreTrainedModel, directions: LayerDirections, scorer: Scorer, config: RepairConfig
-) -> list[tuple[Candidate, ProxyScore]]:
-    """The ranked candidates that go on to the causal check and verification: the one place
-    where `config.search` picks the grid or the optuna search."""
+    model: PreTrainedModel,
+    directions: LayerDirections,
+    scorer: Callable[[], Scorer],
+    proxy: Callable[[], LinearProxy],
+    config: RepairConfig,
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """The candidates screened by generation, best first, and what the search saw: the one
+    place where `config.search` picks the grid, the optuna search or the first-order ranking
+    (`proxy` measures the latter's gradients, only when it runs)."""
+    budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
+    if config.search == "linear":
+        return linear_candidates(model, directions.vectors, proxy(), config, budget)
     order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
     layers = order[: config.search_layers]
-    budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
     if config.search == "optuna":
-        front, rest = optuna_search(model, directions.vectors, layers, budget, scorer, config)
+        front, rest = optuna_search(model, directions.vectors, layers, budget, scorer(), config)
         # The front first: screening then compares different selectivity/KL trade-offs rather
         # than near-copies of the most selective trial.
-        return rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
-    grid = candidate_grid(
-        model,
-        directions.vectors,
-        config.sites,
-        layers,
-        config.max_layers,
-        config.ks,
-        config.alphas,
-        budget,
-    )
-    return rank_candidates(
-        [(c, scorer.score(build_patch(model, c.requests))) for c in grid], config.max_kl
-    )
+        ranked = rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
+    else:
+        grid = candidate_grid(
+            model,
+            directions.vectors,
+            config.sites,
+            layers,
+            config.max_layers,
+            config.ks,
+            config.alphas,
+            budget,
+        )
+        ranked = rank_candidates(
+            [(c, scorer().score(build_patch(model, c.requests))) for c in grid], config.max_kl
+        )
+    record = {
+        "method": config.search,
+        "candidates": len(ranked),
+        "top": [{**c.to_dict(), **s.to_dict()} for c, s in ranked[:10]],
+    }
+    return [c for c, _ in ranked[: config.verify_top]], record
 
 
 def run_repair(
@@ -163,65 +182,86 @@ def run_repair(
     clock = StageClock(report)
     with clock.stage("load"):
         model, tokenizer = load_model(model_spec, device="cpu", trust_remote_code=trust_remote_code)
-    inputs = source.build(model, tokenizer, model_spec, out, config, clock)
+        # Generation (scans, pairs, every arm) in `generation_dtype`; edits are built, probed
+        # and scored on the float32 model, whose columns the patch records.
+        dtype = config.generation_dtype
+        generator = (
+            model
+            if dtype == "float32"
+            else load_model(
+                model_spec, device="cpu", dtype=dtype, trust_remote_code=trust_remote_code
+            )[0]
+        )
+    inputs = source.build(generator, tokenizer, model_spec, out, config, clock)
     config, heldout, pad_id = inputs.config, inputs.heldout, inputs.pad_id
     with clock.stage("probe+directions"):
         directions, contributions = find_directions(model, inputs.train, config, pad_id)
     with clock.stage("search"):
-        scorer = Scorer(
-            model,
-            branch_batches(heldout, "repetitive", config.positions, config.batch_size, pad_id),
-            branch_batches(heldout, "productive", config.positions, config.batch_size, pad_id),
-            walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions),
+        rep, prod = (
+            branch_batches(heldout, which, config.positions, config.batch_size, pad_id)
+            for which in ("repetitive", "productive")
         )
-        ranked = _search(model, directions, scorer, config)
-    report(f"best proxy: {ranked[0][0].label()} {ranked[0][1].to_dict()}")
+        normal = walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions)
+        # Built when first asked for: the first-order search's gradients (the largest peak of a
+        # real model's repair) then run before the scorer's base log-probs are held.
+        scorer = cache(lambda: Scorer(model, rep, prod, normal))
+        sites = [
+            EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites
+        ]
+        screened, search = _search(
+            model,
+            directions,
+            scorer,
+            lambda: LinearProxy.measure(model, rep, prod, directions.vectors, sites),
+            config,
+        )
+    report(f"search ({search['method']}): {len(screened)} to screen, first {screened[0].label()}")
     controls = [
         random_directions(len(decoder_layers(model)), residual_width(model), seed)
         for seed in range(config.control_seed, config.control_seed + config.control_seeds)
     ]
     prompts = ScanPrompts(
-        model, tokenizer, inputs.scan, inputs.prompt_sets, config, out / "verification"
+        generator, tokenizer, inputs.scan, inputs.prompt_sets, config, out / "verification", report
     )
-    verifier = Verifier(model, prompts, config)
+    verifier = Verifier(generator, prompts, config)
+    with clock.stage("screen"):
+        chosen, screening = verifier.screen(screened)
     with clock.stage("causal check"):
-        top = ranked[0][0]
+        # On the screening's pick at its own strength: whether removing u from what those sites
+        # write, with hooks and no weight change, removes loops where the edit is kept.
         causal = causal_check(
             verifier,
-            model,
-            top.kind,
-            top.layers,
-            top.alpha,
+            generator,
+            chosen.kind,
+            chosen.layers,
+            chosen.alpha,
             directions.vectors,
             controls[0],
             config,
         )
     report(f"causal check: {json.dumps(causal['summary'])}")
     with clock.stage("verify"):
-        chosen, screening = verifier.screen([c for c, _ in ranked[: config.verify_top]])
         control_edits = [norm_matched_control(model, chosen, c) for c in controls]
         verification = verifier.full(chosen, control_edits)
     with clock.stage("perplexity"):
         perplexity = general_ability(model, tokenizer, chosen.requests, config)
-    result = decide(
-        model,
-        chosen,
-        next(s for c, s in ranked if c is chosen),
-        control_edits[0],
-        scorer,
-        verification,
-        causal,
-        config,
-        perplexity,
-    )
+    with clock.stage("score"):  # the exact proxy and KL of the chosen edit and its control
+        result = decide(
+            model,
+            chosen,
+            scorer().score(build_patch(model, chosen.requests)),
+            control_edits[0],
+            scorer(),
+            verification,
+            causal,
+            config,
+            perplexity,
+        )
     result.update(
         model=model_spec,
         branches=inputs.description,
         directions={"layers": directions.to_dict(), "sites": contributions},
-        search={
-            "candidates": len(ranked),
-            "top": [{**c.to_dict(), **s.to_dict()} for c, s in ranked[:10]],
-        },
+        search=search,
         screening=screening,
         config=config.model_dump(mode="json"),
     )

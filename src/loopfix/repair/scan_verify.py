@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from loopfix.backends.hf import HFBackend
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
+from loopfix.repair.stages import scan_progress
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.stats import mcnemar_exact
@@ -73,8 +75,10 @@ class ScanPrompts:
         prompt_sets: dict[str, list[SuiteItem]],
         config: RepairConfig,
         folder: Path,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         self.model, self.tokenizer, self.scan, self.config = model, tokenizer, scan, config
+        self.report = report
         # Rewritten by every run: a stale arm folder would be resumed as if it were this one.
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -102,7 +106,8 @@ class ScanPrompts:
                 "out": out,
             }
         )
-        run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size))
+        progress = None if self.report is None else scan_progress(out.name, self.report)
+        run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size), progress)
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
     @staticmethod

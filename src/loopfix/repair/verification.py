@@ -115,14 +115,17 @@ class Verifier(Generic[OutcomesT]):
         return candidates[best], rows
 
     def full(self, chosen: Candidate, controls: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
-        """Base, patched and every control at every temperature, each arm paired with the base;
-        "random_control" is the first control (the one the patch's model card names) and
-        "control_interval" summarises the controls' loop-rate reductions."""
+        """Base, patched and the controls at every temperature, each arm paired with the base:
+        every control at the primary temperature (where the acceptance rule compares them),
+        the first elsewhere (a control arm costs as much as the patched one). "random_control"
+        is the first control (the one the patch's model card names) and "control_interval"
+        summarises the controls' loop-rate reductions."""
         by_temperature = {}
         for temperature in self.config.temperatures:
             base = self.base("verify", temperature)
             patched_arm = self.edited(chosen, temperature)
-            control_arms = [self.edited(control, temperature) for control in controls]
+            arms = controls if temperature == self.config.temperature else controls[:1]
+            control_arms = [self.edited(control, temperature) for control in arms]
             summaries = [arm.summary() for arm in control_arms]
             by_temperature[temperature_key(temperature)] = {
                 "base": base.summary(),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,10 +27,10 @@ from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
-from loopfix.repair.stages import StageClock
+from loopfix.repair.stages import StageClock, scan_progress
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
-from loopfix.suites import SuiteItem, load_suite
+from loopfix.suites import BUILTIN_SUITES, SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ __all__ = [
     "ScanRecords",
     "normal_texts",
     "own_scan",
+    "fresh_prompts",
     "read_records",
+    "screening_prompts",
     "split_prompts",
 ]
 
@@ -61,6 +63,7 @@ def own_scan(
     model_spec: str,
     out: Path,
     config: RepairConfig,
+    report: Callable[[str], None],
 ) -> Path:
     """Scan the suite at every verification temperature (greedy loops count too) into
     OUT/scan; a rerun with the same settings resumes it. Returns its records.jsonl."""
@@ -74,7 +77,8 @@ def own_scan(
         batch_size=config.gen_batch_size,
         out=out / "scan",
     )
-    run_scan(scan, HFBackend(model, tokenizer, batch_size=config.gen_batch_size))
+    backend = HFBackend(model, tokenizer, batch_size=config.gen_batch_size)
+    run_scan(scan, backend, scan_progress("scan", report))
     return scan.out / "records.jsonl"
 
 
@@ -161,11 +165,14 @@ def read_records(
     )
 
 
-def split_prompts(prompt_ids: Sequence[str], seed: int) -> dict[str, list[str]]:
+def split_prompts(
+    prompt_ids: Sequence[str], seed: int, verify: bool = True
+) -> dict[str, list[str]]:
     """Roles by prompt id, in an order fixed by a hash of (seed, id): half the prompts train the
-    directions; the other half are held out and alternate between "causal" (activation check
-    and screening of candidates) and "verify" (the final numbers), so the reported numbers are
-    not measured on the prompts a candidate was picked on."""
+    directions; the other half are held out: "causal" (activation check and screening of
+    candidates) and, with `verify`, every second one "verify" (the final numbers), so the
+    reported numbers are not measured on the prompts a candidate was picked on. Without
+    `verify` the verification prompts are fresh ones (`fresh_prompts`)."""
     if len(prompt_ids) < 4:
         raise RepairInputError(
             f"the records cover {len(prompt_ids)} prompts; a repair splits them into training, "
@@ -178,7 +185,48 @@ def split_prompts(prompt_ids: Sequence[str], seed: int) -> dict[str, list[str]]:
     order = sorted(prompt_ids, key=rank)
     half = len(order) // 2
     held_out = order[half:]
+    if not verify:
+        return {"train": order[:half], "causal": held_out}
     return {"train": order[:half], "causal": held_out[0::2], "verify": held_out[1::2]}
+
+
+def fresh_prompts(records: ScanRecords, config: RepairConfig) -> list[SuiteItem] | None:
+    """`config.prompts` items of the records' built-in suite drawn at `verify_seed` that the
+    records never saw (by id and by prompt), so verification is as large as asked however few
+    prompts were scanned; None for a suite file (its prompts are all there is: split them)."""
+    suite = records.config.suite
+    if suite not in BUILTIN_SUITES:
+        return None
+
+    def text(item: SuiteItem) -> str:
+        return json.dumps([item.prompt, item.messages])
+
+    seen_text = {text(item) for item in records.items.values()}
+    drawn = load_suite(suite, config.prompts + len(records.items), config.verify_seed)
+    fresh = [item for item in drawn if item.id not in records.items and text(item) not in seen_text]
+    return fresh[: config.prompts]
+
+
+# Screening compares arms by the loops each removes and adds: the prompts that looped carry the
+# first, and a third as many that did not carry the second (the SmolLM2 driver's 44 + 12).
+CALM_SHARE = 1 / 3
+
+
+def screening_prompts(
+    records: ScanRecords, prompt_ids: Sequence[str], temperature: float, count: int
+) -> list[str]:
+    """Of `prompt_ids`, the ones with a looping sample at `temperature` and CALM_SHARE as many
+    without, at most `count`; all of them (up to `count`) when none loops."""
+    looped = {
+        s.prompt_id
+        for s in records.samples
+        if s.settings["temperature"] == temperature and is_loop(s)
+    }
+    looping = [i for i in prompt_ids if i in looped]
+    calm = [i for i in prompt_ids if i not in looped]
+    if not looping:
+        return list(prompt_ids)[:count]
+    return (looping + calm[: max(1, round(len(looping) * CALM_SHARE))])[:count]
 
 
 def normal_texts(records: ScanRecords, prompt_ids: Sequence[str], count: int) -> list[NormalText]:
@@ -240,7 +288,7 @@ class RecordsSource(ABC):
         path = config.records
         if path is None:
             with clock.stage("scan"):
-                path = own_scan(model, tokenizer, model_spec, out, config)
+                path = own_scan(model, tokenizer, model_spec, out, config, clock.report)
         with clock.stage("branches"):
             records = read_records(path, config.suite, model_spec, tokenizer)
             if not any(is_loop(sample) for sample in records.samples):
@@ -249,8 +297,9 @@ class RecordsSource(ABC):
                     "there is no loop to build branches from: scan more prompts (--n) or at "
                     "temperatures where the model loops"
                 )
-            roles = split_prompts(list(records.items), config.branch_seed)
-            heldout_ids = roles["causal"] + roles["verify"]
+            fresh = fresh_prompts(records, config)
+            roles = split_prompts(list(records.items), config.branch_seed, fresh is None)
+            heldout_ids = roles["causal"] + roles.get("verify", [])
             train, train_counts = self.pairs(
                 model,
                 tokenizer,
@@ -285,6 +334,7 @@ class RecordsSource(ABC):
             "records": str(records.path),
             "scan": records.config.identity(),
             "prompts": {role: len(ids) for role, ids in roles.items()},
+            "verify_prompts": "fresh suite prompts" if fresh is not None else "held-out records",
             "train": train_counts,
             "heldout": heldout_counts,
             "normal": len(normal),
@@ -297,10 +347,18 @@ class RecordsSource(ABC):
                 "more prompts (--n) or at temperatures where the model loops."
             )
         items = records.items
+        screening = screening_prompts(
+            records, roles["causal"], config.temperature, config.causal_prompts
+        )
         prompt_sets = {
-            "causal": [items[i] for i in roles["causal"][: config.causal_prompts]],
-            "verify": [items[i] for i in roles["verify"][: config.prompts]],
+            "causal": [items[i] for i in screening],
+            "verify": fresh
+            if fresh is not None
+            else [items[i] for i in roles["verify"][: config.prompts]],
         }
+        description["prompts"] = {**description["prompts"], "screening": len(screening)}
+        if fresh is not None:
+            description["prompts"]["verify"] = len(fresh)
         pad_id = int(tokenizer.pad_token_id or 0)
         return SourceInputs(
             config, train, heldout, normal, pad_id, prompt_sets, records.config, description
