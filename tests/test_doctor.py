@@ -240,6 +240,7 @@ def test_the_measure_stage_runs_on_vllm_where_its_venv_exists(
     assert measure_backend_name(real) == "vllm"
     assert measure_backend_name(real.model_copy(update={"vllm_python": absent})) == "hf"
     assert measure_backend_name(real.model_copy(update={"measure_backend": "hf"})) == "hf"
+    assert measure_backend_name(real.model_copy(update={"quick": True})) == "hf"  # vLLM's start
     # The testbed generates faster on hf than vLLM starts; a URL is its own server.
     assert measure_backend_name(DoctorConfig(vllm_python=present)) == "hf"
     assert measure_backend_name(DoctorConfig(model="http://127.0.0.1:9/v1")) == "openai"

@@ -82,9 +82,8 @@ def test_the_quick_doctor_runs_on_the_real_model(smollm2_folder: Path, tmp_path:
     summary = json.loads((tmp_path / "summary.json").read_text())
     settings = summary["measure"]["settings"]
     assert [s["temperature"] for s in settings] == [0.0, 0.6, 1.0]
-    # Measured on the fastest backend present, in the checkpoint's dtype (docs/doctor.md).
-    backend = "vllm" if DoctorConfig().vllm_python.is_file() else "hf"
-    assert (summary["measure"]["backend"], summary["measure"]["dtype"]) == (backend, "float32")
+    # A quick look measures on hf, which finishes before vLLM has started (docs/doctor.md).
+    assert (summary["measure"]["backend"], summary["measure"]["dtype"]) == ("hf", "float32")
     assert all(s["n"] == 12 and s["judged"] > 0 for s in settings)  # free-text answers judged
     assert settings[0]["cut_rate"] > 0  # SmolLM2 runs to the cap at greedy
     assert [e["guard"] for e in summary["guards"]["entries"]] == list(QUICK_GUARDS)

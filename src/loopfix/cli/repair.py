@@ -38,6 +38,7 @@ def repair_command(
     ),
     temperature: float | None = by_source("temperature"),
     prompts: int | None = by_source("prompts"),
+    causal_prompts: int = option(RepairConfig, "causal_prompts"),
     alphas: str | None = by_source("alphas"),
     ks: str | None = by_source("ks"),
     max_kl: float = option(RepairConfig, "max_kl"),
