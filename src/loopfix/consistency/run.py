@@ -16,7 +16,6 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,6 +35,7 @@ from loopfix.consistency.precision import check_precision
 from loopfix.consistency.result import CheckResult, ConsistencyResult
 from loopfix.consistency.seeds import check_seed_sensitivity
 from loopfix.consistency.session import Prompt, Session
+from loopfix.cpu import cpu_flags
 from loopfix.models import load_model
 from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
@@ -57,15 +57,8 @@ assert tuple(CHECKS) == CHECK_NAMES
 
 def _cpu_flags() -> list[str]:
     """The CPU features that decide kernels and vLLM's default dtype (Linux only)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return []
-    flags = next(
-        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
-        [],
-    )
-    return sorted(f for f in flags if f.startswith(("avx512_bf16", "amx", "avx512f", "avx2")))
+    prefixes = ("avx512_bf16", "amx", "avx512f", "avx2")
+    return sorted(f for f in cpu_flags() if f.startswith(prefixes))
 
 
 def environment(model: PreTrainedModel | None) -> dict[str, Any]:

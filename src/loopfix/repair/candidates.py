@@ -37,6 +37,11 @@ class Candidate:
         layers = ",".join(map(str, self.layers))
         return f"{self.kind} L{layers} k{self.k} a{self.alpha:g}"
 
+    @property
+    def touched(self) -> int:
+        """Weights the edit changes: its columns times the direction's width, per layer."""
+        return sum(len(r.columns) * len(r.direction) for r in self.requests)
+
     def to_dict(self) -> dict[str, object]:
         return {"site": self.kind, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
 
@@ -99,8 +104,7 @@ def candidate_grid(
             for k in ks:
                 for alpha in alphas:
                     edit = candidate(model, directions, kind, layer_set, k, alpha)
-                    touched = sum(len(r.columns) * len(r.direction) for r in edit.requests)
-                    if touched <= max_touched:
+                    if edit.touched <= max_touched:
                         grid.append(edit)
     return grid
 

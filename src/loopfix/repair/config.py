@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from loopfix.cpu import native_bf16
 from loopfix.records import Temperature
 
 __all__ = [
@@ -222,11 +223,7 @@ class RepairConfig(BaseModel):
         """`gen_dtype` with 'auto' decided for this CPU."""
         if self.gen_dtype != "auto":
             return self.gen_dtype
-        try:
-            flags = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return "float32"
-        return "bfloat16" if "avx512_bf16" in flags or "amx_bf16" in flags else "float32"
+        return "bfloat16" if native_bf16() else "float32"
 
     @property
     def cap(self) -> int:

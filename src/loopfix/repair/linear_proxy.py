@@ -186,7 +186,7 @@ def linear_candidates(
         for kind, layers, k in structures
         for alpha in config.alphas
         for edit in [candidate(model, directions, kind, layers, k, alpha)]
-        if sum(len(r.columns) * len(r.direction) for r in edit.requests) <= budget
+        if edit.touched <= budget
     ]
     if not screened:
         raise RepairInputError(
