@@ -14,6 +14,9 @@ os.environ["COLUMNS"] = "1000"
 # The models under test are tiny: one thread is as fast as two on a quiet machine and many times
 # faster when the two CI cores are shared (oversubscribed torch threads spin against each other).
 torch.set_num_threads(1)
+# The same for the commands tests start (`loopfix doctor`, ...): the suite runs on two workers
+# (pyproject's `-n 2`), so a second thread per process would only contend for the other's core.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # GGUF conversions (the real model, loopfix:smollm2) go to one folder under the checkout that git
 # ignores: a clean clone converts once, later runs reuse it, and tests never write into the

@@ -1,6 +1,11 @@
 """GGUF files that cannot become a model: one-line errors, nothing written into the cache."""
 
+import fcntl
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +15,12 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.models import CACHE_DIR_VARIABLE, ModelLoadError, resolve_model_path
-from loopfix.models.gguf import PACKAGED_MODELS, PackagedModel, packaged_model_path
+from loopfix.models.gguf import (
+    PACKAGED_MODELS,
+    PackagedModel,
+    file_sha256,
+    packaged_model_path,
+)
 
 
 @pytest.fixture
@@ -91,6 +101,57 @@ def test_copy_of_a_converted_file_hits_the_same_cache_entry(tmp_path, smollm2_fo
     copy = tmp_path / "renamed.gguf"
     shutil.copyfile(packaged_model_path("smollm2"), copy)
     assert resolve_model_path(copy) == str(smollm2_folder)
+
+
+def _wait_until_someone_waits_for(lock: str, process: subprocess.Popen[str]) -> None:
+    """Until the kernel lists a process blocked on `lock` (Linux: a `->` line of /proc/locks
+    with the file's inode), i.e. until `process` has dequantized and asks for the lock."""
+    inode = f":{os.stat(lock).st_ino} "
+    deadline = time.monotonic() + 300
+    while not any(
+        "->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()
+    ):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the second conversion never asked for the lock"
+        time.sleep(0.1)
+
+
+def test_a_conversion_finding_the_folder_saved_meanwhile_keeps_it(
+    tmp_path, empty_cache, smollm2_folder
+):
+    # This test plays a first converter: it holds the lock while a second process converts the
+    # same file, and saves the folder once the second one waits for the lock. The second process
+    # must return that folder, not swap its own copy in under the first one's readers.
+    gguf = packaged_model_path("smollm2")
+    target = empty_cache / "gguf" / file_sha256(gguf)
+    target.parent.mkdir(parents=True)
+    script = (
+        "from pathlib import Path; from loopfix.models.gguf import converted_folder; "
+        f"print(converted_folder(Path({str(gguf)!r})))"
+    )
+    with target.with_name(target.name + ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        second = subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, CACHE_DIR_VARIABLE: str(empty_cache)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait_until_someone_waits_for(lock.name, second)
+        target.mkdir()
+        for file in smollm2_folder.iterdir():
+            os.link(file, target / file.name)
+        inode = (target / "config.json").stat().st_ino
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert out.strip() == str(target)
+    assert (target / "config.json").stat().st_ino == inode
+    assert sorted(path.name for path in empty_cache.joinpath("gguf").iterdir()) == [
+        target.name,
+        target.name + ".lock",
+    ]
 
 
 def test_a_folder_holding_one_gguf_file_is_that_file(tmp_path, empty_cache):

@@ -9,7 +9,9 @@
 4. clear the quantizer, so the model saves as plain safetensors;
 5. save model, tokenizer and generation config into a temporary folder inside the cache and
    rename it into place (`loopfix.atomic.atomic_folder`): a conversion killed at any moment
-   leaves no half folder behind.
+   leaves no half folder behind. The check for an existing folder and the save hold a lock
+   file beside the folder: of two processes converting the same file at once, the second
+   uses the first one's folder instead of replacing it under a process that may be loading it.
 
 A file transformers cannot read (an architecture it does not know, a truncated or corrupt
 file) raises ModelLoadError naming the file and the problem, and writes nothing.
@@ -17,15 +19,18 @@ file) raises ModelLoadError naming the file and the problem, and writes nothing.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopfix.atomic import atomic_folder
+from loopfix.atomic import OutputError, atomic_folder
 from loopfix.models.errors import ModelLoadError
 
 if TYPE_CHECKING:
@@ -121,13 +126,35 @@ def converted_folder(path: Path) -> Path:
     model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    # A process converting the same file meanwhile writes the same folder; the last one wins.
-    with atomic_folder(target) as work:
-        model.save_pretrained(work)
-        model.generation_config.save_pretrained(work)
-        tokenizer.save_pretrained(work)
-        work.chmod(0o755)  # a temporary folder is the owner's only; the cache may be shared
+    with _conversion_lock(target):
+        # A process converting the same file meanwhile may have saved it first: its folder is
+        # kept, not swapped for ours under a process that may be loading it.
+        if (target / "config.json").is_file():
+            return target
+        with atomic_folder(target) as work:
+            model.save_pretrained(work)
+            model.generation_config.save_pretrained(work)
+            tokenizer.save_pretrained(work)
+            work.chmod(0o755)  # a temporary folder is the owner's only; the cache may be shared
     return target
+
+
+@contextmanager
+def _conversion_lock(target: Path) -> Iterator[None]:
+    """Held while `target` is checked and saved: of two processes converting the same file
+    (two commands started together, parallel test workers) the first saves, the second finds
+    that folder and uses it."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(target.with_name(target.name + ".lock"), "a")  # noqa: SIM115
+    except OSError as error:
+        raise OutputError(f"cannot write {target.parent}: {error.strerror or error}") from error
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_gguf(path: Path) -> GGUFReader:
