@@ -4,8 +4,9 @@
 
 Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
 issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
-collect_negatives.py), thinking_llms_interp.jsonl (generations saved in a public research
-repository, written by thinking_llms_interp.py), and loopfix scan records of real models
+collect_negatives.py), thinking_llms_interp.jsonl, contrastive_search.jsonl and
+misguided_attention.jsonl (generations saved in public research repositories, written by the
+scripts of the same names), and loopfix scan records of real models
 (SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
 labels.tsv (id, label, kind, note).
 
@@ -71,7 +72,13 @@ def main() -> None:
             item_id, label, kind, note = line.split("\t")
             labels[item_id] = [label, kind, note]
     items = []
-    for part in ("issue_excerpts.jsonl", "negatives.jsonl", "thinking_llms_interp.jsonl"):
+    for part in (
+        "issue_excerpts.jsonl",
+        "negatives.jsonl",
+        "thinking_llms_interp.jsonl",
+        "contrastive_search.jsonl",
+        "misguided_attention.jsonl",
+    ):
         for line in (HERE / part).read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
             item.setdefault("group", item["source"])
