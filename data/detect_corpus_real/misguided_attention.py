@@ -26,8 +26,9 @@ An item is `results/I/thinking/J` (the reasoning of sample J of prompt I) or
 `results/I/output/J` (the answer text). The text kept is that string; for a thinking item whose
 sample also has a non-empty answer the answer follows after a blank line (the R1-0528 and
 Qwen3-235B items have one; the other labelled thinking items ended without an answer). Texts
-over 20,000 characters keep their last 20,000 (said in the note). The files record no finish_reason and no token counts, and
-several thinking texts stop far below the configured cap (provider limits), so `cut` is null.
+over 20,000 characters keep their last 20,000 (said in the note). The files record no
+finish_reason and no token counts, and several thinking texts stop far below the configured
+cap (provider limits), so `cut` is null.
 """
 
 from __future__ import annotations
