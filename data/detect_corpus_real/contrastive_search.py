@@ -39,11 +39,11 @@ recorded, so whether the kept text ends at the cap cannot be told from the files
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from repo_part import item, labelled, show, write_part
+
 NAME = "contrastive_search"
 REPO = "yxuansu/Contrastive_Search_Is_What_You_Need"
 COMMIT = "542d6ecd7b99f3bc04a514d89b99bbfcc707bbb4"
@@ -186,17 +186,8 @@ TOKENS = {
 }
 
 
-def show(git_dir: Path, path: str) -> str:
-    shown = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"],
-        check=True,
-        capture_output=True,
-    )
-    return shown.stdout.decode("utf-8")
-
-
 def load(git_dir: Path, path: str):
-    text = show(git_dir, path)
+    text = show(git_dir, COMMIT, path)
     if path.endswith(".jsonl"):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     return json.loads(text)
@@ -211,51 +202,38 @@ def cut_of(tokens: int) -> bool | None:
 
 
 def main() -> None:
-    git_dir = Path(sys.argv[1])
-    files: dict[str, object] = {}
     items = []
-    for line in (HERE / f"{NAME}_labels.tsv").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        path, item, label, kind, note = line.split("\t")
-        if path not in files:
-            files[path] = load(git_dir, path)
-        data = files[path]
+    for label, data in labelled(NAME, Path(sys.argv[1]), load):
+        path = label.path
         if path.startswith("open_ended_generation/"):
             method = path.split("/")[-2]
-            index, sample = item.split("/")
+            index, sample = label.item.split("/")
             record = data[int(index)]
             text = record["generated_result"][sample]
             model, prompt = "gpt2-large", record["prefix_text"]
-            cut = cut_of(TOKENS[method][item])
+            cut = cut_of(TOKENS[method][label.item])
             tag = f"{model}-{method}-{index}-{sample}"
         else:
             model = Path(path).name.split("-run-")[0].rsplit("-", 1)[0]
             method = path.split("/")[-2]
-            record = data[int(item)]
+            record = data[int(label.item)]
             text, prompt = record["completion"], record["task_id"]
             cut = None
-            tag = f"{model}-{method}-{item}"
+            tag = f"{model}-{method}-{label.item}"
         if len(text) > 20000:
-            raise SystemExit(f"{path} {item}: over 20,000 characters; trim it and say so")
+            raise SystemExit(f"{path} {label.item}: over 20,000 characters; trim it and say so")
         items.append(
-            {
-                "id": f"{NAME}-{tag}",
-                "text": text,
-                "label": label,
-                "kind": kind,
-                "cut": cut,
-                "source": f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {item})",
+            item(
+                label,
+                item_id=f"{NAME}-{tag}",
+                text=text,
+                cut=cut,
+                source=f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {label.item})",
                 # One source group per model and prompt, whatever the decoding.
-                "group": f"{REPO}:{model}:{prompt}",
-                "category": "model-generation",
-                "note": note,
-            }
+                group=f"{REPO}:{model}:{prompt}",
+            )
         )
-    with (HERE / f"{NAME}.jsonl").open("w", encoding="utf-8") as out:
-        for entry in items:
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    print(f"{len(items)} items")
+    write_part(NAME, items)
 
 
 if __name__ == "__main__":

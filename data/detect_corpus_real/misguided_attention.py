@@ -34,23 +34,18 @@ cap (provider limits), so `cut` is null.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from repo_part import item, labelled, show, write_part
+
 REPO = "cpldcpu/MisguidedAttention"
 COMMIT = "bbae011e1fb5ce239373cb2f381787baec0dd236"
 MAX_CHARS = 20_000
 
 
 def load(git_dir: Path, path: str):
-    shown = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"],
-        check=True,
-        capture_output=True,
-    )
-    return json.loads(shown.stdout)
+    return json.loads(show(git_dir, COMMIT, path))
 
 
 def output_of(data, item: str) -> tuple[str, dict]:
@@ -66,35 +61,22 @@ def output_of(data, item: str) -> tuple[str, dict]:
 
 
 def main() -> None:
-    git_dir = Path(sys.argv[1])
-    files: dict[str, object] = {}
     items = []
-    for line in (HERE / "misguided_attention_labels.tsv").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        path, item, label, kind, note = line.split("\t")
-        if path not in files:
-            files[path] = load(git_dir, path)
-        text, record = output_of(files[path], item)
+    for label, data in labelled("misguided_attention", Path(sys.argv[1]), load):
+        text, record = output_of(data, label.item)
         model = record["llm"]
         items.append(
-            {
-                "id": f"ma-{model}-{item.replace('results/', '').replace('/', '-')}",
-                "text": text,
-                "label": label,
-                "kind": kind,
-                "cut": None,
-                "source": f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {item})",
+            item(
+                label,
+                item_id=f"ma-{model}-{label.item.replace('results/', '').replace('/', '-')}",
+                text=text,
+                cut=None,
+                source=f"https://github.com/{REPO}/blob/{COMMIT}/{label.path} (item {label.item})",
                 # One source group per model and prompt, as for scan records.
-                "group": f"{REPO}:{model}:{record['prompt']}",
-                "category": "model-generation",
-                "note": note,
-            }
+                group=f"{REPO}:{model}:{record['prompt']}",
+            )
         )
-    with (HERE / "misguided_attention.jsonl").open("w", encoding="utf-8") as out:
-        for item in items:
-            out.write(json.dumps(item, ensure_ascii=False) + "\n")
-    print(f"{len(items)} items")
+    write_part("misguided_attention", items)
 
 
 if __name__ == "__main__":

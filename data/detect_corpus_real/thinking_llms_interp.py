@@ -18,22 +18,17 @@ so `cut` is null (unknown).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from repo_part import item, labelled, show, write_part
+
 REPO = "thaotnguyen/thinking-llms-interp"
 COMMIT = "24976ae307562cfe588aba84e727a96730dadaa0"
 
 
 def load(git_dir: Path, path: str):
-    shown = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"],
-        check=True,
-        capture_output=True,
-    )
-    return json.loads(shown.stdout)
+    return json.loads(show(git_dir, COMMIT, path))
 
 
 def model_output(response: str, prompt: str) -> str:
@@ -58,35 +53,23 @@ def output_of(data, item: str) -> tuple[str, str]:
 
 
 def main() -> None:
-    git_dir = Path(sys.argv[1])
-    files: dict[str, object] = {}
     items = []
-    for line in (HERE / "thinking_llms_interp_labels.tsv").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        path, item, label, kind, note = line.split("\t")
-        if path not in files:
-            files[path] = load(git_dir, path)
-        text, prompt = output_of(files[path], item)
-        model = Path(path).stem.split("responses_")[-1].split("results_")[-1]
+    for label, data in labelled("thinking_llms_interp", Path(sys.argv[1]), load):
+        text, prompt = output_of(data, label.item)
+        model = Path(label.path).stem.split("responses_")[-1].split("results_")[-1]
         items.append(
-            {
-                "id": f"tli-{model}-{item.replace('/', '-')}",
-                "text": text,
-                "label": label,
-                "kind": kind,
-                "cut": None,
-                "source": f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {item})",
+            item(
+                label,
+                item_id=f"tli-{model}-{label.item.replace('/', '-')}",
+                text=text,
+                cut=None,
+                source=f"https://github.com/{REPO}/blob/{COMMIT}/{label.path} (item {label.item})",
                 # One source group per model and prompt, as for scan records.
-                "group": f"{REPO}:{model}:{prompt}",
-                "category": "steered-generation" if "steering" in path else "model-generation",
-                "note": note,
-            }
+                group=f"{REPO}:{model}:{prompt}",
+                category="steered-generation" if "steering" in label.path else "model-generation",
+            )
         )
-    with (HERE / "thinking_llms_interp.jsonl").open("w", encoding="utf-8") as out:
-        for item in items:
-            out.write(json.dumps(item, ensure_ascii=False) + "\n")
-    print(f"{len(items)} items")
+    write_part("thinking_llms_interp", items)
 
 
 if __name__ == "__main__":
