@@ -144,17 +144,15 @@ def _conversion_lock(target: Path) -> Iterator[None]:
     """Held while `target` is checked and saved: of two processes converting the same file
     (two commands started together, parallel test workers) the first saves, the second finds
     that folder and uses it."""
+    lock = target.with_name(target.name + ".lock")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(target.with_name(target.name + ".lock"), "a")  # noqa: SIM115
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock.open("a")
     except OSError as error:
-        raise OutputError(f"cannot write {target.parent}: {error.strerror or error}") from error
-    with handle:
+        raise OutputError(f"cannot write {lock.parent}: {error.strerror or error}") from error
+    with handle:  # closing the file releases the lock, also when the block raises
         fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
 
 
 def read_gguf(path: Path) -> GGUFReader:
