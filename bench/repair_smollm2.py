@@ -531,8 +531,9 @@ def _edit_checks(
     kl = {
         name: text_kl(model, batches, build_patch(model, c.requests)) for name, c in edits.items()
     }
+    ability = general_ability(model, tokenizer, config)
     perplexity = {
-        name: general_ability(model, tokenizer, c.requests, config) for name, c in edits.items()
+        name: None if ability is None else ability.of(c.requests) for name, c in edits.items()
     }
     write_json_atomic(cache, {"kl": kl, "perplexity": perplexity, "normal_texts": len(normal)})
     return kl, perplexity

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from loopfix.cli import app
@@ -128,6 +129,21 @@ def test_cli_scans_the_suite_itself(tiny_folder: Path, tmp_path: Path) -> None:
     best = search["top"][0]
     assert (screened[0]["site"], screened[0]["layers"]) == (best["site"], [best["layer"]])
     assert verify["config"]["perplexity_text"] is not None and verify["perplexity"] is not None
+    # Screening priced every candidate's perplexity; the pick is the best within that budget.
+    limit = 1 + verify["config"]["max_perplexity_increase"]
+
+    def pick_key(row: dict) -> tuple[bool, bool, int]:
+        return (
+            row["perplexity_ratio"] <= limit,
+            row["rescues"] >= row["regressions"],
+            row["loops_removed"] - row["loops_added"],
+        )
+
+    chosen = verify["candidate"]
+    (row,) = [r for r in screened if all(r[k] == chosen[k] for k in ("site", "layers", "alpha"))]
+    assert pick_key(row) == max(map(pick_key, screened))
+    assert verify["perplexity"]["ratio"] == pytest.approx(row["perplexity_ratio"])
+    assert "| perplexity |" in (out / "report.md").read_text()
     # Records of another suite are refused with the reason, not a traceback.
     again = runner.invoke(
         app,

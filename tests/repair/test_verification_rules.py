@@ -65,18 +65,20 @@ def test_perplexity_check_passes_a_tiny_edit_and_fails_a_damaging_one(
     model, tokenizer = load_model(smollm2_folder, device="cpu")
     config = RepairConfig(perplexity_text=PLAIN_TEXT, perplexity_tokens=256)
     directions = random_directions(30, 576, 5)
+    ability = general_ability(model, tokenizer, config)
+    assert ability is not None
     tiny, strong = (
-        general_ability(model, tokenizer, c.requests, config)
+        ability.of(c.requests)
         for c in candidate_grid(
             model, directions, ("down_proj",), [3], 1, (64,), (0.01, 30.0), 1e12
         )
     )
-    assert tiny is not None and strong is not None
     assert tiny["tokens"] == 256 and tiny["base"] == strong["base"]
     assert 1 < tiny["base"] < 100  # plain English prose and Python: a language model's text
     assert abs(tiny["ratio"] - 1) < 0.005
     assert strong["ratio"] > 1 + config.max_perplexity_increase
-    assert general_ability(model, tokenizer, (), RepairConfig()) is None
+    assert ability.of(()) == {**tiny, "patched": tiny["base"], "ratio": 1.0}
+    assert general_ability(model, tokenizer, RepairConfig()) is None
     short = tmp_path / "short.txt"
     short.write_text("Assignment statements bind names.")
     with pytest.raises(RepairInputError, match="fewer than one window"):

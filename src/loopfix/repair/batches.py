@@ -23,6 +23,28 @@ class ProbeBatch:
     positions: torch.Tensor  # [n] position of each read-out state
     targets: torch.Tensor  # [n] the token each state predicts
 
+    def chunks(self, max_tokens: int) -> list[ProbeBatch]:
+        """The batch as consecutive row groups of at most `max_tokens` ids each (at least one
+        row), each cut after its last read-out position: a causal model's states there do not
+        see the ids after them, so every state and target is the same as in the whole batch."""
+        width = int(self.positions.max()) + 1 if len(self.positions) else 1
+        step = max(1, max_tokens // width)
+        parts = []
+        for start in range(0, len(self.ids), step):
+            keep = (self.rows >= start) & (self.rows < start + step)
+            if not keep.any():
+                continue
+            positions = self.positions[keep]
+            parts.append(
+                ProbeBatch(
+                    self.ids[start : start + step, : int(positions.max()) + 1],
+                    self.rows[keep] - start,
+                    positions,
+                    self.targets[keep],
+                )
+            )
+        return parts
+
 
 def make_batches(
     items: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int

@@ -36,8 +36,11 @@ SUITE_CAP = 256
 # first-order proxy); its k=64 edit won; alpha 1 was never a structure's best strength in its
 # screenings (training prompts, 8 structures across two scans), so the arms go to a third
 # structure instead; a branch of a few hundred tokens through a 30-layer
-# model needs small probe batches (batch 8 peaks at 6.1-6.9 GiB in the proxy); chat models loop
-# at greedy, and T=0.6 gives the converging runs the outcome source pairs them with; 200
+# model needs small probe batches (8: probing and exact scoring; the first-order proxy's
+# gradients go in row groups of `linear_proxy.GRADIENT_TOKENS` ids); chat models loop
+# at greedy, and T=0.6 gives the converging runs the outcome source pairs them with; an own
+# scan of 400 suite items (200 gave SmolLM2 24 + 26 pairs, too few to rank its layers: the
+# pick was L19; 400 gave 47 + 51 and a direction that halves held-out loops); 200
 # held-out prompts are what a McNemar test needs to see a halving; 0.1% of the weights is the
 # most a real-model patch may touch; 64 answers of a few hundred tokens per decode batch is the
 # driver's batch of 40 rounded up (a batch of 500 holds ~4 GB of cache for no measured gain);
@@ -56,7 +59,7 @@ TEXT_DEFAULTS: dict[str, Any] = {
     "temperature": 0.0,
     "temperatures": (0.0, 0.6),
     "prompts": 200,
-    "n": 200,
+    "n": 400,
     "max_touched_fraction": 0.001,
     "gen_dtype": "auto",
     "gen_batch_size": 64,
@@ -195,7 +198,7 @@ class RepairConfig(BaseModel):
         "None with no `records`: the testbed teacher's branches",
     )
     n: int | None = Field(
-        None, ge=4, description="suite items of the repair's own scan (None with a suite: 200)"
+        None, ge=4, description="suite items of the repair's own scan (None with a suite: 400)"
     )
     records: Path | None = Field(
         None,

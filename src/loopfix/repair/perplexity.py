@@ -20,7 +20,7 @@ from loopfix.repair.errors import RepairInputError
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["WINDOW", "general_ability", "perplexity", "text_windows"]
+__all__ = ["WINDOW", "GeneralAbility", "general_ability", "perplexity", "text_windows"]
 
 WINDOW = 256
 
@@ -56,18 +56,31 @@ def perplexity(model: PreTrainedModel, windows: torch.Tensor, batch_size: int = 
     return float(torch.exp(torch.tensor(total / count)))
 
 
+class GeneralAbility:
+    """The plain text's windows and the base model's perplexity on them, measured once, so
+    that every screened candidate and the chosen edit are priced against the same base."""
+
+    def __init__(self, model: PreTrainedModel, windows: torch.Tensor) -> None:
+        self.model, self.windows = model, windows
+        self.base = perplexity(model, windows)
+
+    def of(self, requests: Sequence[EditRequest]) -> dict[str, float]:
+        """Base and edited perplexity, their ratio and the tokens they were measured on."""
+        with patched(self.model, build_patch(self.model, requests)):
+            edited = perplexity(self.model, self.windows)
+        return {
+            "base": self.base,
+            "patched": edited,
+            "ratio": edited / self.base,
+            "tokens": self.windows.numel(),
+        }
+
+
 def general_ability(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    requests: Sequence[EditRequest],
-    config: RepairConfig,
-) -> dict[str, float] | None:
-    """Perplexity of the base and of the edited model on `config.perplexity_text`, and their
-    ratio; None when no text is configured."""
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: RepairConfig
+) -> GeneralAbility | None:
+    """The check on `config.perplexity_text`; None when no text is configured."""
     if config.perplexity_text is None:
         return None
     windows = text_windows(config.perplexity_text, tokenizer, WINDOW, config.perplexity_tokens)
-    base = perplexity(model, windows)
-    with patched(model, build_patch(model, requests)):
-        edited = perplexity(model, windows)
-    return {"base": base, "patched": edited, "ratio": edited / base, "tokens": windows.numel()}
+    return GeneralAbility(model, windows)

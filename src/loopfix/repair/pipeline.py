@@ -11,7 +11,8 @@ Steps (each prints its time and the peak memory so far):
    largest separation scored without generating on the held-out pairs (selectivity proxy) and
    normal walks (KL), from cached prefixes; from scan records every layer x site x k ranked by
    the proxy to first order (`linear_proxy`), its best few at every alpha to screen.
-4. screen the candidates by generation at the primary temperature on the screening prompts.
+4. screen the candidates by generation at the primary temperature on the screening prompts,
+   each with its perplexity on the plain text: the pick stays within that budget.
 5. causal check: remove u from what the chosen candidate's sites write, with hooks during
    generation; a column edit is only worth keeping if this removes loops.
 6. verify: the chosen candidate and its norm-matched random controls at every temperature on
@@ -225,7 +226,8 @@ def run_repair(
     )
     verifier = Verifier(generator, prompts, config)
     with clock.stage("screen"):
-        chosen, screening = verifier.screen(screened)
+        ability = general_ability(model, tokenizer, config)
+        chosen, screening = verifier.screen(screened, ability)
     with clock.stage("causal check"):
         # On the screening's pick at its own strength: whether removing u from what those sites
         # write, with hooks and no weight change, removes loops where the edit is kept.
@@ -244,7 +246,7 @@ def run_repair(
         control_edits = [norm_matched_control(model, chosen, c) for c in controls]
         verification = verifier.full(chosen, control_edits)
     with clock.stage("perplexity"):
-        perplexity = general_ability(model, tokenizer, chosen.requests, config)
+        perplexity = None if ability is None else ability.of(chosen.requests)
     with clock.stage("score"):  # the exact proxy and KL of the chosen edit and its control
         result = decide(
             model,

@@ -37,6 +37,27 @@ def _branches(branches: dict[str, Any]) -> list[str]:
     ]
 
 
+def _screening(rows: list[dict[str, Any]], chosen: str) -> list[str]:
+    """The screened candidates as the pick saw them (`Verifier.screen`)."""
+    lines = [
+        f"Screening ({rows[0]['n']} prompts, not the verification's): the pick removes the most "
+        "loops net within the perplexity budget without losing success.",
+        "",
+        "| candidate | loop rate | loops removed / added | rescues / regressions | perplexity |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        label = f"{row['site']} L{','.join(map(str, row['layers']))} k{row['k']} a{row['alpha']:g}"
+        ratio = row.get("perplexity_ratio")
+        lines.append(
+            f"| {'**' + label + '**' if label == chosen else label} | "
+            f"{_percent(row['loop_rate'])} | {row['loops_removed']} / {row['loops_added']} | "
+            f"{row['rescues']} / {row['regressions']} | "
+            f"{'n/a' if ratio is None else f'{ratio - 1:+.2%}'} |"
+        )
+    return [*lines, ""]
+
+
 def render_report(result: dict[str, Any]) -> str:
     candidate = result["candidate"]
     lines = [
@@ -56,7 +77,8 @@ def render_report(result: dict[str, Any]) -> str:
     ]
     for temperature, block in result["by_temperature"].items():
         lines += [_row(temperature, arm, block[arm]) for arm in _ARMS]
-    lines += ["", "Paired with the base (same prompts, same sampler seed):", ""]
+    lines += ["", *_screening(result["screening"], candidate["label"])]
+    lines += ["Paired with the base (same prompts, same sampler seed):", ""]
     for temperature, block in result["by_temperature"].items():
         for arm, paired in block["paired"].items():
             lines.append(

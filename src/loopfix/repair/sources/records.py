@@ -327,7 +327,7 @@ class RecordsSource(ABC):
                     (p.prefix + p.productive, len(p.prefix)) for p in heldout[: config.kl_walks]
                 ]
                 normal_source = "productive branches of held-out prompts"
-        description = {
+        description: dict[str, Any] = {
             "source": self.name,
             "method": self.method,
             "unit": "samples",
