@@ -97,3 +97,61 @@ def test_numbers_cycling_slower_than_the_template_count_at_a_multiple_of_its_per
         for h in range(1, 13)
     )
     assert near(hours) is None
+
+
+def _branches(values: list[int]) -> str:
+    return "def f(n):\n    if n == 0:\n        return -1\n" + "".join(
+        f"    elif n == {n}:\n        return {value}\n" for n, value in enumerate(values, 1)
+    )
+
+
+def test_branch_template_with_counters_is_a_near_loop():
+    # CodeGen's `elif n == N: return N - 1` to the cap: three words per copy, two lines.
+    text = _branches(list(range(10))) + "    elif n == 11:\n        "
+    verdict = detect_text(text)
+    assert verdict.kind == "near" and verdict.decided_by == "near"
+    assert verdict.repeats >= 9
+    assert verdict.evidence is not None and "return" in verdict.evidence
+
+
+def test_branch_template_whose_values_do_not_count_is_code():
+    # A lookup table written as branches: the returned values are data, not a counter.
+    assert not detect_text(_branches([7, 3, 19, 4, 11, 2, 15, 8, 30, 1])).looping
+
+
+def test_branches_with_distinct_bodies_are_code():
+    names = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    text = "def f(n):\n" + "".join(
+        f"    elif n == {n}:\n        return '{name}'\n" for n, name in enumerate(names, 1)
+    )
+    assert not detect_text(text).looping
+
+
+def test_one_line_items_are_no_block_template():
+    # A requested list is one line per item: terse rows still need near_counter_repeats copies.
+    listing = "".join(f"{i}. loadtest_user{i:03d}\n" for i in range(1, 101))
+    assert not detect_text(listing).looping
+    # Separators between counters are not words enough for a block template.
+    pages = "".join(f"Page {i}\n----\n" for i in range(1, 40))
+    assert not detect_text(pages).looping
+
+
+def test_block_template_needs_line_breaks():
+    # Without knowing which tokens break lines, the terse branches need near_counter_repeats.
+    text = _branches(list(range(10)))
+    tokens = split_text(text)
+    classes = np.where(tokens.volatile, 0, -1)
+    assert near(text) is None
+    with_lines = find_near_loop(
+        tokens.ids, classes, tokens.words, CONFIG, tokens.number_in, False, tokens.line_breaks()
+    )
+    assert with_lines is not None and with_lines.kind == "near"
+
+
+def test_unit_lines_counts_non_empty_lines_cyclically():
+    from loopfix.detect.near import unit_lines
+
+    assert unit_lines(np.array([False, True, False, True])) == 2
+    assert unit_lines(np.array([True, False, False, True])) == 1  # blank line across the wrap
+    assert unit_lines(np.array([False, True, True, False])) == 1
+    assert unit_lines(np.array([False, False])) == 0
