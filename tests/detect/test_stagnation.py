@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopfix.detect import DetectConfig, detect_text
-from loopfix.detect.stagnation import find_stagnant_tail, restated_share, stem
+from loopfix.detect.stagnation import find_stagnant_tail, stem
 from loopfix.detect.text import split_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -103,86 +103,3 @@ def test_stem_merges_inflections_only():
     assert stem("Divided") == stem("dividing") == stem("divides") == "divid"
     assert stem("containers") == "container"
     assert stem("is") == "is" and stem("gas") == "gas"  # too short to lose a suffix
-
-
-# Re-tried plans: each round adds a doubt with a new word, then restates the plan word for word.
-PLAN = (
-    "So, the raise is five percent of his weekly salary, which is $100. "
-    "His salary for the year is $2000 times 52 weeks, that's $104,000. "
-    "Then he also got the $5000 from the award, so the total income is $109,000."
-)
-DOUBTS = "holidays overtime taxes bonuses pensions commissions insurance deductions".split()
-DOUBTS += "vacations allowances dividends royalties".split()
-INTRO = "Tom earns $2000 a week and won an award.\n\n"
-# Restated only by the check's looser bound (tail novelty 0.03 to 0.1), never by the strict one.
-STRICT = DetectConfig(stagnation_restated_novelty=DetectConfig().stagnation_max_novelty)
-
-
-def test_a_plan_restated_word_for_word_between_new_doubts_stagnates():
-    text = INTRO + "\n\n".join(
-        f"Wait, maybe {d} matter here. Let me think again. {PLAN}" for d in DOUBTS
-    )
-    tokens = split_text(text)
-    verdict = find_stagnant_tail(tokens, DetectConfig())
-    assert verdict is not None and verdict.kind == "semantic"
-    assert verdict.decided_by == "stagnation" and verdict.score is not None
-    assert verdict.score >= 0.5
-    assert verdict.span is not None and verdict.span.char_end == len(text)
-    assert find_stagnant_tail(tokens, STRICT) is None  # the doubts bring new words
-
-
-def test_the_same_words_in_sentences_of_their_own_are_no_restatement():
-    # Same novelty, but every round words its check anew: nothing repeats sentence for sentence.
-    words = "raise five percent weekly salary year weeks award total income reward".split()
-    rounds = []
-    for shift, doubt in enumerate(DOUBTS):
-        turn = shift % len(words)
-        order = words[turn:] + words[:turn]
-        order = order[::-1] if shift >= len(words) else order  # every round its own order
-        rounds.append(
-            f"Wait, maybe {doubt} matter here. Checking {' '.join(order[:6])} again, then "
-            f"{' '.join(order[6:])} once more, the total income is $109,000."
-        )
-    tokens = split_text(INTRO + "\n\n".join(rounds))
-    assert restated_share(tokens, len(tokens) // 2) == 0.0
-    assert find_stagnant_tail(tokens, DetectConfig()) is None
-
-
-def test_repeated_lines_of_a_listing_are_no_restated_sentences():
-    # A config grammar restates its entry lines in every section; none is a prose sentence.
-    section = "  slave STR  # Slave name (see pcm_slave)\n  # or\n  slave {  # Slave definition\n"
-    text = "".join(f"  type plugin{i}  # Plugin number {i}\n" + section for i in range(12))
-    tokens = split_text(text)
-    assert restated_share(tokens, 0) == 0.0
-
-
-# Tune loops only the restated-sentence bound finds (tail novelty 0.049 to 0.080).
-RESTATED_LOOPS = [
-    "tli-deepseek-r1-distill-llama-8b-72-backtracking-positive",
-    "tli-deepseek-r1-distill-qwen-1.5b-28",
-    "tli-deepseek-r1-distill-qwen-1.5b-11",
-]
-# Clean tune traces with the highest restated share among tails of novelty <= 0.1 (0.15, 0.17).
-RESTATING_RECHECKS = [
-    "tli-deepseek-r1-distill-llama-8b-90-backtracking-positive",
-    "tli-deepseek-r1-distill-qwen-1.5b-39",
-]
-
-
-@pytest.mark.parametrize("item_id", RESTATED_LOOPS)
-def test_restated_retries_in_the_tune_part_are_found(item_id):
-    record = tune_item(item_id)
-    assert record["label"] == "loop" and record["kind"] == "semantic"
-    tokens = split_text(record["text"])
-    assert find_stagnant_tail(tokens, STRICT) is None
-    verdict = find_stagnant_tail(tokens, DetectConfig())
-    assert verdict is not None and verdict.decided_by == "stagnation"
-    assert detect_text(record["text"], cut=record["cut"]).looping
-
-
-@pytest.mark.parametrize("item_id", RESTATING_RECHECKS)
-def test_rechecks_that_repeat_their_conclusion_stay_clean(item_id):
-    record = tune_item(item_id)
-    assert record["label"] == "clean"
-    assert find_stagnant_tail(split_text(record["text"]), DetectConfig()) is None
-    assert not detect_text(record["text"], cut=record["cut"]).looping

@@ -63,20 +63,3 @@ def test_number_in_a_token_range():
     tokens = split_text("x 2024-01-05 y")
     assert tokens.number_in(1, 6) == 20240105
     assert tokens.number_in(0, 1) is None
-
-
-def test_line_breaks_mark_tokens_holding_a_newline():
-    assert split_text("a\nb\r\nc").line_breaks().tolist() == [False, True, False, True, False]
-
-    class ColonNewline:
-        # A model tokenizer whose token ":\n" carries the line break inside it.
-        pieces = ["if", " x", ":\n", "  ok"]
-
-        def encode(self, text: str) -> list[int]:
-            return list(range(len(self.pieces)))
-
-        def decode(self, ids: list[int]) -> str:
-            return "".join(self.pieces[i] for i in ids)
-
-    tokens = tokenize_with("if x:\n  ok", ColonNewline())
-    assert tokens.line_breaks().tolist() == [False, False, True, False]

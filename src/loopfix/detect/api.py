@@ -100,11 +100,8 @@ def _near_verdict(
     if not config.near or classes is None or not (classes >= 0).any():
         return None
     content = ~(classes >= 0) if words is None else words
-    if tokens is None:
-        return find_near_loop(ids, classes, content, config, None, at_cut)
-    return find_near_loop(
-        ids, classes, content, config, tokens.number_in, at_cut, tokens.line_breaks()
-    )
+    number_of = None if tokens is None else tokens.number_in
+    return find_near_loop(ids, classes, content, config, number_of, at_cut)
 
 
 def _token_tiers(

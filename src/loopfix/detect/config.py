@@ -65,19 +65,6 @@ class DetectConfig(BaseModel):
         description="Copies a near loop with fewer words needs; more than the hundred items of a "
         "requested list.",
     )
-    near_block_lines: int = Field(
-        2,
-        ge=2,
-        description="Lines a terse near unit must span to need only min_repeats copies (text "
-        "only): a branch template 'elif n == 3:\\n    return 2' is a block of code restated with "
-        "a counter, while a requested list or a table row is one line per item.",
-    )
-    near_block_min_words: int = Field(
-        3,
-        ge=1,
-        description="Words such a block template must hold: a condition word, a name and a body "
-        "word ('elif n == 3: return 2'); fewer is a separator or a bare numbered row.",
-    )
 
     # Flood tier: a short unit flooding a stretch anywhere in the text, not only at its tail.
     flood_window: int = Field(
@@ -217,25 +204,6 @@ class DetectConfig(BaseModel):
         "between the loops (re-verification cycles from 0 to 0.022) and the lowest clean prose "
         "tail (0.036, a trace that reconsiders a coupon); above 0.036 clean re-checks and loops "
         "interleave.",
-    )
-    stagnation_restated_novelty: float = Field(
-        0.1,
-        ge=0.0,
-        le=1.0,
-        description="Largest novelty of a tail that still counts as stagnant when it restates "
-        "whole sentences word for word (stagnation_min_restated): re-tried plans that repeat "
-        "their sentences while adding a few words. Chosen on the tune part: the restating loops "
-        "found this way have novelty 0.05 to 0.08.",
-    )
-    stagnation_min_restated: float = Field(
-        0.25,
-        ge=0.0,
-        le=1.0,
-        description="Share of the tail's tokens that must lie in prose sentences repeating an "
-        "earlier sentence exactly (after case and spacing) for the looser novelty bound. Chosen "
-        "on the tune part: clean prose tails with novelty <= 0.1 restate at most 0.17 (a re-check "
-        "repeats its conclusion, not its sentences), the loops found 0.27 to 0.59; at 0.2 three "
-        "more tune loops (0.21 to 0.22) are found, too close to the clean 0.17 to trust.",
     )
 
     # Early warning from per-step log-probs.

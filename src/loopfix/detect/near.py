@@ -4,12 +4,10 @@ Volatile tokens are masked (normalize.py) and the masked sequence gets the exact
 check. A masked loop is accepted when every number that changes moves like a counter (mostly
 one constant step: "Step 12, Step 13", "05%, 10%", consecutive dates, `\\node (n7)`; at the
 template's period or a multiple of it, for numbers cycling slower than the template), and
-either the unit carries at least `near_min_words` words, or it is a terse block template spanning
-`near_block_lines` lines with `near_block_min_words` words (code branches restated with a
-counter, `elif n == 3:\n    return 2`; text only, where lines are known), or, for other terse
-templates such as `224 unknown`, it repeats at least `near_counter_repeats` times (more than the
-hundred items of a requested list, which is one line per item). Step-by-step arithmetic, a table
-of measurements, a multiplication table or a numbered list of different items fail these tests.
+either the unit carries at least `near_min_words` words or, for terse templates such as
+`224 unknown`, it repeats at least `near_counter_repeats` times (more than the hundred items of
+a requested list). Step-by-step arithmetic, a table of measurements, a multiplication table or a
+numbered list of different items fail these tests.
 
 When the caller knows the output was cut at the token limit (`at_cut`), a templated tail running
 to the cut is evidence enough whatever its numbers do: `cut_near_repeats` copies of a unit with
@@ -69,13 +67,6 @@ def _changing_slots(
     return changing
 
 
-def unit_lines(newlines: np.ndarray) -> int:
-    """Lines a repeating unit spans, `newlines` marking its newline tokens: newlines that end a
-    non-empty line, the unit read cyclically (so every rotation of the unit counts the same and
-    blank lines between copies add nothing)."""
-    return int((newlines & ~np.roll(newlines, 1)).sum())
-
-
 def find_near_loop(
     ids: np.ndarray,
     classes: np.ndarray,
@@ -83,14 +74,12 @@ def find_near_loop(
     config: DetectConfig,
     number_of: NumberReader | None = None,
     at_cut: bool = False,
-    newlines: np.ndarray | None = None,
 ) -> LoopVerdict | None:
     """A periodic tail modulo volatile tokens (`classes >= 0`), or None.
 
     `words` marks content tokens; `number_of(start, end)` reads the number written by original
     tokens `[start, end)`. Without it (bare token ids) numbers cannot be read, so the counter
-    test is skipped and only units with `near_min_words` words count. `newlines` marks the
-    tokens that break a line (text only): without it no unit counts as a block template.
+    test is skipped and only units with `near_min_words` words count.
     """
     norm = normalize(ids, classes)
     found = find_tail(norm.ids, config, config.tail_slack)
@@ -99,21 +88,13 @@ def find_near_loop(
     period, run, end = found
     onset = end - run - period
     copies = (end - onset) // period
-    unit_start, unit_end = int(norm.origin[onset]), int(norm.origin[onset + period])
-    unit_words = int(words[unit_start:unit_end].sum())
+    unit_words = int(words[norm.origin[onset] : norm.origin[onset + period]].sum())
     if at_cut:
         wordy = unit_words >= config.cut_near_min_words
         needed = config.cut_near_repeats if wordy else config.wordless_min_repeats
     else:
         wordy = unit_words >= config.near_min_words
-        # A block template still has to pass the counter test below, so it needs number_of.
-        block = (
-            number_of is not None
-            and newlines is not None
-            and unit_words >= config.near_block_min_words
-            and unit_lines(newlines[unit_start:unit_end]) >= config.near_block_lines
-        )
-        needed = config.min_repeats if wordy or block else config.near_counter_repeats
+        needed = config.min_repeats if wordy else config.near_counter_repeats
     if copies < needed or (number_of is None and not at_cut and not wordy):
         return None
     # Numbers may cycle with a longer period than the template (clock times 5:30, 5:45, 6:00,

@@ -19,7 +19,7 @@ from .config import DetectConfig
 from .text import TokenizedText
 from .verdict import LoopKind, LoopVerdict, Span, strength_score
 
-SENTENCE_END = set(".!?。！？…")
+_SENTENCE_END = set(".!?。！？…")
 _CJK_SENTENCE_END = set("。！？")
 # matches[i] for a segment without words: it neither recurs nor counts as new text.
 NEUTRAL = -2
@@ -69,7 +69,7 @@ def split_segments(tokens: TokenizedText, sentences: bool = True) -> list[Segmen
         piece_end = int(tokens.ends[index])
         if (
             sentences
-            and first in SENTENCE_END
+            and first in _SENTENCE_END
             and (first in _CJK_SENTENCE_END or piece_end == len(text) or text[piece_end].isspace())
         ):
             close(index + 1)

@@ -23,12 +23,6 @@ vocabulary:
 - numbers do not count as words either way (a table of new values is not prose, and a
   restatement repeats its numbers).
 
-A tail with a few new words (up to `stagnation_restated_novelty`) still stagnates when it restates
-whole sentences word for word: at least `stagnation_min_restated` of its tokens lie in prose
-sentences that repeat an earlier sentence of the text exactly. Re-tried plans do that ("So, the 5%
-raise is on his salary. ... Let me think again. ... So, the 5% raise is on his salary."); a
-re-check by a new route states its conclusion again but in sentences of its own.
-
 This looks at the whole text once per call (O(length)); it is a `detect_text` tier, not part of
 the online monitor.
 """
@@ -38,7 +32,6 @@ from __future__ import annotations
 import re
 
 from .config import DetectConfig
-from .segment import SENTENCE_END, split_segments
 from .semantic import _FUNCTION_WORDS
 from .text import TokenizedText
 from .verdict import LoopVerdict, Span, strength_score
@@ -46,8 +39,6 @@ from .verdict import LoopVerdict, Span, strength_score
 _SUFFIXES = ("ing", "ed", "es", "s")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _LIST_ITEM = re.compile(r"\s*(?:\d+[.)]|[-*\u2022])\s")
-# Shorter sentences ("Wait.", "So, 30.", "Let me check.") recur in any reasoning.
-_MIN_SENTENCE_WORDS = 4
 
 
 def stem(word: str) -> str:
@@ -91,22 +82,6 @@ def _list_share(text: str) -> float:
     return sum(bool(_LIST_ITEM.match(line)) for line in lines) / len(lines)
 
 
-def restated_share(tokens: TokenizedText, onset: int) -> float:
-    """Share of the tokens from `onset` on that lie in prose sentences (of at least
-    `_MIN_SENTENCE_WORDS` words, ending in sentence punctuation) repeating an earlier sentence of
-    the text exactly."""
-    seen: set[str] = set()
-    restated = 0
-    for sentence in split_segments(tokens):
-        # Only prose sentences: lines of a listing or a config grammar repeat by design.
-        if sentence.words < _MIN_SENTENCE_WORDS or sentence.key[-1] not in SENTENCE_END:
-            continue
-        if sentence.start >= onset and sentence.key in seen:
-            restated += sentence.end - sentence.start
-        seen.add(sentence.key)
-    return restated / max(1, len(tokens) - onset)
-
-
 def find_stagnant_tail(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | None:
     """The stagnation check on built-in-segmented text (None when the tail says something new,
     is too short or is not prose)."""
@@ -132,22 +107,15 @@ def find_stagnant_tail(tokens: TokenizedText, config: DetectConfig) -> LoopVerdi
             new += 1
             seen.add(word)
     novelty = new / len(tail)
-    if novelty <= config.stagnation_max_novelty:
-        # 0.5 at the novelty threshold, 0.75 for a tail without a single new word.
-        strength = 1.0 + (config.stagnation_max_novelty - novelty) / config.stagnation_max_novelty
-    elif novelty <= config.stagnation_restated_novelty:
-        restated = restated_share(tokens, onset)
-        if restated < config.stagnation_min_restated:
-            return None
-        # 0.5 at the restated-share threshold: this looser bound is the weaker evidence.
-        strength = restated / config.stagnation_min_restated
-    else:
+    if novelty > config.stagnation_max_novelty:
         return None
     # The unit reported is the tail's first line (up to the next line start), and `repeats`
     # the lines of the tail: restatement rounds, none of which says anything new.
     lines = [start for start in _line_starts(tokens, onset) if start < len(tokens)]
     unit_end = lines[0] if lines else len(tokens)
     char_start = tokens.char_of(onset)
+    # 0.5 at the novelty threshold, 0.75 for a tail without a single new word.
+    strength = 1.0 + (config.stagnation_max_novelty - novelty) / config.stagnation_max_novelty
     return LoopVerdict(
         looping=True,
         kind="semantic",

@@ -29,7 +29,6 @@ _TOKEN = re.compile(
     r"|([^\w\s]|_)\1*"
 )
 _DIGITS = re.compile(r"\d+")
-_NEWLINE = re.compile(r"[\r\n]")
 
 
 @dataclass(frozen=True)
@@ -57,11 +56,6 @@ class TokenizedText:
     def token_at(self, char: int) -> int:
         """Index of the first token that starts at or after character `char`."""
         return int(np.searchsorted(self.starts, char, side="left"))
-
-    def line_breaks(self) -> np.ndarray:
-        """Which tokens hold a newline (a tokenizer's token may carry one inside: `:\n`)."""
-        breaks = np.array([m.start() for m in _NEWLINE.finditer(self.text)], dtype=np.int64)
-        return np.searchsorted(breaks, self.starts) < np.searchsorted(breaks, self.ends)
 
     def number_in(self, start: int, end: int) -> int | None:
         """The integer written by tokens `[start, end)` (None if they hold no digit)."""
