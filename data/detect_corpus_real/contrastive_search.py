@@ -225,12 +225,13 @@ def main() -> None:
         items.append(
             item(
                 label,
+                repo=REPO,
+                commit=COMMIT,
                 item_id=f"{NAME}-{tag}",
                 text=text,
                 cut=cut,
-                source=f"https://github.com/{REPO}/blob/{COMMIT}/{path} (item {label.item})",
-                # One source group per model and prompt, whatever the decoding.
-                group=f"{REPO}:{model}:{prompt}",
+                model=model,
+                prompt=prompt,
             )
         )
     write_part(NAME, items)

@@ -68,12 +68,13 @@ def main() -> None:
         items.append(
             item(
                 label,
+                repo=REPO,
+                commit=COMMIT,
                 item_id=f"ma-{model}-{label.item.replace('results/', '').replace('/', '-')}",
                 text=text,
                 cut=None,
-                source=f"https://github.com/{REPO}/blob/{COMMIT}/{label.path} (item {label.item})",
-                # One source group per model and prompt, as for scan records.
-                group=f"{REPO}:{model}:{record['prompt']}",
+                model=model,
+                prompt=record["prompt"],
             )
         )
     write_part("misguided_attention", items)

@@ -50,23 +50,26 @@ def labelled(
 def item(
     label: Label,
     *,
+    repo: str,
+    commit: str,
     item_id: str,
     text: str,
     cut: bool | None,
-    source: str,
-    group: str,
+    model: str,
+    prompt: str,
     category: str = "model-generation",
 ) -> dict[str, Any]:
-    """One corpus item (`group`: the source group the split is drawn by, one per model and
-    prompt)."""
+    """One corpus item: its source is the labelled file at the pinned commit, and its source
+    group (the split is drawn by it) one per model and prompt, whatever the decoding, as for
+    scan records."""
     return {
         "id": item_id,
         "text": text,
         "label": label.label,
         "kind": label.kind,
         "cut": cut,
-        "source": source,
-        "group": group,
+        "source": f"https://github.com/{repo}/blob/{commit}/{label.path} (item {label.item})",
+        "group": f"{repo}:{model}:{prompt}",
         "category": category,
         "note": label.note,
     }

@@ -60,12 +60,13 @@ def main() -> None:
         items.append(
             item(
                 label,
+                repo=REPO,
+                commit=COMMIT,
                 item_id=f"tli-{model}-{label.item.replace('/', '-')}",
                 text=text,
                 cut=None,
-                source=f"https://github.com/{REPO}/blob/{COMMIT}/{label.path} (item {label.item})",
-                # One source group per model and prompt, as for scan records.
-                group=f"{REPO}:{model}:{prompt}",
+                model=model,
+                prompt=prompt,
                 category="steered-generation" if "steering" in label.path else "model-generation",
             )
         )
