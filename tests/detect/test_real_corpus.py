@@ -2,8 +2,9 @@
 the default detector keeps precision >= 0.95, and reaches recall >= 0.90 on every kind with enough
 held-out loops to measure at that resolution, except the kinds docs/detection.md reports as short
 of the bar (near: templated tails whose numbers do not count, with no cut known, 8/12;
-semantic: re-verification cycles in reasoning traces, 11/26 with the stagnation check). Below ten loops one miss moves recall by more than
-the 0.10 margin (segment: 3 held-out loops), so such kinds are reported, not asserted."""
+semantic: re-verification cycles in reasoning traces, 11/26 with the stagnation check). Below
+ten loops one miss moves recall by more than the 0.10 margin (segment: 3 held-out loops), so
+such kinds are reported, not asserted."""
 
 from pathlib import Path
 

@@ -146,7 +146,11 @@ class RepairConfig(BaseModel):
         0.5, gt=0, le=1, description="relative loop reduction a patch must reach at --temperature"
     )
     significance: float = Field(
-        0.05, gt=0, lt=1, description="largest McNemar p-value of an accepted loop reduction"
+        0.05,
+        gt=0,
+        lt=1,
+        description="largest McNemar p-value counted as significant: an accepted loop "
+        "reduction, a screened candidate's fall in success",
     )
     control_share: float = Field(
         0.5,

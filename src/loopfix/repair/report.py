@@ -41,7 +41,7 @@ def _screening(rows: list[dict[str, Any]], chosen: str) -> list[str]:
     """The screened candidates as the pick saw them (`Verifier.screen`)."""
     lines = [
         f"Screening ({rows[0]['n']} prompts, not the verification's): the pick removes the most "
-        "loops net within the perplexity budget without losing success.",
+        "loops net within the perplexity budget and without a significant fall in success.",
         "",
         "| candidate | loop rate | loops removed / added | rescues / regressions | perplexity |",
         "|---|---:|---:|---:|---:|",

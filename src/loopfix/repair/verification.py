@@ -113,8 +113,15 @@ class Verifier(Generic[OutcomesT]):
         self, candidates: Sequence[Candidate], ability: GeneralAbility | None = None
     ) -> tuple[Candidate, list[dict[str, Any]]]:
         """The candidate that removes most loops net at the primary temperature among those
-        within the perplexity budget and not losing success (rescues >= regressions); failing
-        either, the budget first, then success, then loops.
+        within the perplexity budget and not losing success significantly (more regressions
+        than rescues with McNemar p < `significance`); failing either, the budget first, then
+        success, then loops.
+
+        Success is a veto on a significant fall, not a tie-break on counts: on SmolLM2 the
+        screening prompts hold 0-4 correct answers, so "rescues >= regressions" picked on one
+        or two answers and passed over candidates removing six times the loops
+        (docs/repair.md). The final acceptance still asks rescues >= regressions on the
+        verification prompts.
 
         The budget is checked here, not only at the end: the strongest strength removes the
         most loops, and on SmolLM2 the screening's pick by loops alone was then refused for its
@@ -128,7 +135,10 @@ class Verifier(Generic[OutcomesT]):
             ratio = row["perplexity_ratio"]
             return (
                 ratio is None or ratio <= limit,
-                row["rescues"] >= row["regressions"],
+                not (
+                    row["regressions"] > row["rescues"]
+                    and row["mcnemar_p"] < self.config.significance
+                ),
                 row["loops_removed"] - row["loops_added"],
             )
 
