@@ -119,7 +119,7 @@ class Verifier(Generic[OutcomesT]):
 
         Success is a veto on a significant fall, not a tie-break on counts: on SmolLM2 the
         screening prompts hold 0-4 correct answers, so "rescues >= regressions" picked on one
-        or two answers and passed over candidates removing six times the loops
+        or two answers and passed over the candidate removing 35 loops net for one removing 20
         (docs/repair.md). The final acceptance still asks rescues >= regressions on the
         verification prompts.
 
