@@ -1,6 +1,6 @@
-"""The engine's two speed-ups compute what transformers does: the in-place KV cache
-(`SpareLayer`) and oneDNN linear layers on packed weights (`OneDNNLinear`), on real forward
-passes."""
+"""The engine's speed-ups compute what transformers does: the in-place KV cache
+(`SpareLayer`), oneDNN linear layers on packed weights (`OneDNNLinear`) and the fused decode
+step of Llama-architecture models (`LlamaDecodeStep`), on real forward passes."""
 
 import copy
 
@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from loopfix.backends.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
+from loopfix.backends.llama_decode import decode_step
 from loopfix.backends.onednn import OneDNNLinear, onednn_available, use_onednn_linears
 from loopfix.models import load_model, tiny_model
 
@@ -102,3 +103,60 @@ def test_onednn_greedy_walks_equal_mkl_ones_on_the_real_model(smollm2_folder) ->
     assert type(model.lm_head) is OneDNNLinear
     for prompt, result, expected in zip(prompts, ours, mkl, strict=True):
         assert_same_greedy(reference, prompt, result.tokens, expected)
+
+
+def _padded_batch(model, contexts: list[list[int]]) -> KVBatch:
+    batch = KVBatch(model)
+    batch.prefill(contexts, pad_id=0)
+    return batch
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "contexts",
+    [[[1, 5, 6, 7, 8], [1, 9, 3], [1, 4, 4, 4, 4]], [[1, 5, 6], [1, 9, 3], [1, 4, 4]]],
+    ids=["left-padded", "unpadded"],
+)
+def test_fused_decode_step_matches_the_forward_follows_edits_and_steps_aside_for_hooks(
+    dtype, contexts
+) -> None:
+    model = tiny_model("llama").to(dtype)
+    use_onednn_linears(model)
+    fused = decode_step(model)
+    assert fused is not None and fused.supported()
+    mine, theirs = _padded_batch(model, contexts), _padded_batch(model, contexts)
+    seen: list[int] = []
+    hook = model.model.layers[0].mlp.down_proj.register_forward_hook(
+        lambda module, args, output: seen.append(output.shape[0])
+    )
+    assert not fused.supported()  # a hook must see its module run: the model's forward runs
+    hook.remove()
+    for step in range(12):
+        if step == 6:  # how a patch writes: in place, through a detached view
+            model.model.layers[1].self_attn.k_proj.weight.detach()[:, 2] += 0.5
+            model.model.layers[0].mlp.up_proj.weight.detach()[3] -= 0.25
+        tokens = torch.tensor([10 + step, 20 + step, 4])
+        with torch.inference_mode():
+            ours = mine.step(tokens)
+            hook = model.model.layers[0].mlp.down_proj.register_forward_hook(
+                lambda module, args, output: seen.append(output.shape[0])
+            )
+            reference = theirs.step(tokens)
+            hook.remove()
+        tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+        torch.testing.assert_close(ours, reference, rtol=tolerance, atol=tolerance)
+    assert seen == [3] * 12  # the hooked batch ran the model's modules, every step
+
+
+def test_fused_decode_step_leaves_other_architectures_to_the_model() -> None:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    assert decode_step(Qwen2ForCausalLM(config)) is None

@@ -21,6 +21,8 @@ import torch
 from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
+from loopfix.backends.llama_decode import decode_step
+
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
 
 SPARE_POSITIONS = 128
@@ -40,7 +42,8 @@ class KVBatch:
     def __init__(self, model: PreTrainedModel) -> None:
         self.model = model
         self.cache = DynamicCache(config=model.config)
-        if mergeable(model):
+        self.spare = mergeable(model)  # the fused decode step writes into SpareLayers only
+        if self.spare:
             self.cache.layers = [SpareLayer() for _ in self.cache.layers]
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=model.device)
         self.positions = torch.zeros(0, dtype=torch.long, device=model.device)
@@ -81,10 +84,15 @@ class KVBatch:
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
         self.mask = torch.cat([self.mask, ones], dim=1)
+        ids, positions = tokens[:, None], self.positions[:, None]
+        fused = decode_step(self.model)
         with record_function("engine decode step"):
-            logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
+            if fused is not None and self.spare and fused.supported():
+                logits = fused(ids, self.mask, positions, self.cache)
+            else:
+                logits = self._forward(ids, self.mask, positions).logits[:, -1, :]
         self.positions = self.positions + 1
-        return cast(torch.Tensor, logits.logits[:, -1, :].float())
+        return logits.float()
 
     def keep(self, rows: list[int]) -> None:
         """Drop every other row, and the columns no remaining row uses."""

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["OneDNNLinear", "onednn_available", "use_onednn_linears"]
+__all__ = ["OneDNNLinear", "PackedWeight", "onednn_available", "packable", "use_onednn_linears"]
 
 
 def onednn_available() -> bool:
@@ -42,29 +42,51 @@ def _packable_dtypes() -> frozenset[torch.dtype]:
 _PACKABLE = _packable_dtypes() if onednn_available() else frozenset()
 
 
+def packable(input: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether `input @ weight.T` runs on oneDNN with a packed weight: inference on CPU, in a
+    dtype oneDNN packs, the input in the weight's dtype."""
+    return (
+        not torch.is_grad_enabled()
+        and input.device.type == "cpu"
+        and input.dtype == weight.dtype
+        and weight.dtype in _PACKABLE
+    )
+
+
+class PackedWeight:
+    """One oneDNN-packed copy of a weight, or of several stacked along the output dimension
+    (`torch.cat(weights)`, for fused projections), packed again whenever any of them changed
+    since: each is keyed by its version counter and storage (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[tuple[int, int], ...] | None = None
+        self._packed = torch.zeros(0)
+
+    def get(self, *weights: torch.Tensor) -> torch.Tensor:
+        key = tuple((w._version, w.data_ptr()) for w in weights)
+        if self._key != key:
+            stacked = weights[0] if len(weights) == 1 else torch.cat(weights)
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(stacked.detach())
+            self._key = key
+        return self._packed
+
+
 class OneDNNLinear(nn.Linear):
     """`nn.Linear` whose CPU inference runs on oneDNN with a packed weight (see the module
     docstring)."""
 
-    _packed: tuple[tuple[int, int], torch.Tensor] | None = None  # (weight's key, packed copy)
+    _packed: PackedWeight | None = None
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        weight = self.weight
-        if (
-            torch.is_grad_enabled()
-            or input.device.type != "cpu"
-            or input.dtype != weight.dtype
-            or weight.dtype not in _PACKABLE
-        ):
+        if not packable(input, self.weight):
             return super().forward(input)
         return self.forward_on_weights(input, self.packed_weight(), self.bias)
 
     def packed_weight(self) -> torch.Tensor:
         """The weight in oneDNN's layout, packed again if the weight changed since."""
-        key = (self.weight._version, self.weight.data_ptr())
-        if self._packed is None or self._packed[0] != key:
-            self._packed = (key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach()))
-        return self._packed[1]
+        if self._packed is None:
+            self._packed = PackedWeight()
+        return self._packed.get(self.weight)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())
