@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
         [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile DTYPE] [--matmul]
+        [--fused-check]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
@@ -15,7 +16,10 @@ that dtype spends its time (torch.profiler: prefill and decode steps, then the t
 `--matmul` prints, instead, GFLOP/s in float32 and bfloat16 of torch's linear (MKL in float32),
 of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
 `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
-thread CPU time (so other jobs on the machine barely move it).
+thread CPU time (so other jobs on the machine barely move it). `--fused-check` prints,
+instead, whether the engine's fused decode step (`backends/llama_decode.py`) walks the same
+greedy tokens as the model's own forward from one padded prefill, and their largest logit
+difference, in both dtypes.
 """
 
 from __future__ import annotations
@@ -91,6 +95,47 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     print(averages.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
+def fused_step_agreement(folder: str, requests: list, steps: int = 40) -> None:
+    """The fused decode step against the model's own forward, on the same padded batch: greedy
+    steps from one prefill, each side with its own cache, in both dtypes."""
+    import torch
+
+    from loopfix.backends import kv_batch
+    from loopfix.backends.hf import HFBackend
+    from loopfix.backends.kv_batch import KVBatch
+    from loopfix.backends.onednn import use_onednn_linears
+
+    contexts = [r.ids for r in requests]
+    for dtype in DTYPES:
+        model = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests)).model
+        use_onednn_linears(model)  # as the engine does: both sides on the same GEMM kernels
+        fused = kv_batch.decode_step(model)
+        assert fused is not None, "the fused step serves Llama-architecture models only"
+        walks = []
+        with torch.inference_mode():
+            for use_fused in (True, False):
+                batch = KVBatch(model)
+                logits = batch.prefill(contexts, pad_id=0)
+                tokens, last = [], logits
+                for _ in range(steps):
+                    token = last.max(dim=-1).indices
+                    tokens.append(token)
+                    if use_fused:
+                        last = batch.step(token)
+                    else:  # a hook on any module sends the step to the model's forward
+                        hook = model.lm_head.register_forward_hook(lambda *_: None)
+                        last = batch.step(token)
+                        hook.remove()
+                walks.append((torch.stack(tokens, dim=1), last))
+        (fused_tokens, fused_logits), (model_tokens, model_logits) = walks
+        same = int((fused_tokens == model_tokens).all(dim=1).sum())
+        gap = (fused_logits - model_logits).abs().max().item()
+        print(
+            f"{dtype}: {same}/{len(contexts)} rows with the same {steps} greedy tokens; "
+            f"largest logit difference at the last step {gap:.3g}"
+        )
+
+
 def matmul_rates(rows: int) -> None:
     import time
 
@@ -162,6 +207,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch / OpenMP CPU threads")
     parser.add_argument("--profile", choices=DTYPES, help="profile one engine run in this dtype")
     parser.add_argument("--matmul", action="store_true", help="torch vs oneDNN linear GFLOP/s")
+    parser.add_argument(
+        "--fused-check", action="store_true", help="fused decode step vs the model's forward"
+    )
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy
@@ -180,6 +228,9 @@ def main() -> None:
     requests = requests_for(folder, args.prompts)
     if args.profile:
         profile_engine(folder, requests, args)
+        return
+    if args.fused_check:
+        fused_step_agreement(folder, requests)
         return
     engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
