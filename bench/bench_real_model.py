@@ -115,8 +115,8 @@ def fused_step_agreement(folder: str, requests: list, steps: int = 40) -> None:
         with torch.inference_mode():
             for use_fused in (True, False):
                 batch = KVBatch(model)
-                logits = batch.prefill(contexts, pad_id=0)
-                tokens, last = [], logits
+                last = batch.prefill(contexts, pad_id=0)
+                tokens = []
                 for _ in range(steps):
                     token = last.max(dim=-1).indices
                     tokens.append(token)

@@ -21,7 +21,7 @@ import torch
 from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
-from loopfix.backends.llama_decode import decode_step
+from loopfix.backends.llama_decode import LlamaDecodeStep, decode_step
 
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
 
@@ -42,9 +42,11 @@ class KVBatch:
     def __init__(self, model: PreTrainedModel) -> None:
         self.model = model
         self.cache = DynamicCache(config=model.config)
-        self.spare = mergeable(model)  # the fused decode step writes into SpareLayers only
-        if self.spare:
+        # The fused decode step writes into SpareLayers, so it serves mergeable caches only.
+        self.fused: LlamaDecodeStep | None = None
+        if mergeable(model):
             self.cache.layers = [SpareLayer() for _ in self.cache.layers]
+            self.fused = decode_step(model)
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=model.device)
         self.positions = torch.zeros(0, dtype=torch.long, device=model.device)
 
@@ -85,10 +87,9 @@ class KVBatch:
         ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
         self.mask = torch.cat([self.mask, ones], dim=1)
         ids, positions = tokens[:, None], self.positions[:, None]
-        fused = decode_step(self.model)
         with record_function("engine decode step"):
-            if fused is not None and self.spare and fused.supported():
-                logits = fused(ids, self.mask, positions, self.cache)
+            if self.fused is not None and self.fused.supported():
+                logits = self.fused(ids, self.mask, positions, self.cache)
             else:
                 logits = self._forward(ids, self.mask, positions).logits[:, -1, :]
         self.positions = self.positions + 1

@@ -56,13 +56,14 @@ class _Projection:
     def __call__(self, x: torch.Tensor, pack: bool) -> torch.Tensor:
         """`x` through the stacked layers; `pack`: on oneDNN's packed weight (`packable`)."""
         # Read from the modules at every call: a parameter may be replaced, not only edited.
-        weights = [linear.weight for linear in self.linears]
+        if not pack:  # stacking unpacked weights would copy them every step; outputs are small
+            outputs = [F.linear(x, linear.weight, linear.bias) for linear in self.linears]
+            return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
         bias = None
         if self.linears[0].bias is not None:
             bias = torch.cat([cast(torch.Tensor, linear.bias) for linear in self.linears])
-        if pack:
-            return OneDNNLinear.forward_on_weights(x, self.packed.get(*weights), bias)
-        return F.linear(x, torch.cat(weights) if len(weights) > 1 else weights[0], bias)
+        weights = [linear.weight for linear in self.linears]
+        return OneDNNLinear.forward_on_weights(x, self.packed.get(*weights), bias)
 
 
 def _rms_norm(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
