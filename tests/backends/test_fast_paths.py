@@ -1,6 +1,7 @@
 """The engine's speed-ups compute what transformers does: the in-place KV cache
-(`SpareLayer`), oneDNN linear layers on packed weights (`OneDNNLinear`) and the fused decode
-step of Llama-architecture models (`LlamaDecodeStep`), on real forward passes."""
+(`SpareLayer`), oneDNN linear layers on packed weights (`OneDNNLinear`) and the fused forward
+of Llama-architecture models (`LlamaFused`: its packed prefill and decode steps, on the
+compiled kernels and on torch's operators), on real forward passes."""
 
 import copy
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 
 from loopfix.backends.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
-from loopfix.backends.llama_decode import decode_step
+from loopfix.backends.llama_fused import fused_forward
 from loopfix.backends.onednn import OneDNNLinear, onednn_available, use_onednn_linears
 from loopfix.models import load_model, tiny_model
 
@@ -105,27 +106,33 @@ def test_onednn_greedy_walks_equal_mkl_ones_on_the_real_model(smollm2_folder) ->
         assert_same_greedy(reference, prompt, result.tokens, expected)
 
 
-def _padded_batch(model, contexts: list[list[int]]) -> KVBatch:
-    batch = KVBatch(model)
-    batch.prefill(contexts, pad_id=0)
-    return batch
-
-
-# float16: oneDNN packs no float16 weight here, so the step runs its unpacked projections.
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+# float16: oneDNN packs no float16 weight here, so the step runs its unpacked projections, and
+# there is no float16 kernel build: torch's operators only.
+@pytest.mark.parametrize(
+    ("dtype", "use_kernels"),
+    [
+        (torch.float32, True),
+        (torch.bfloat16, True),
+        (torch.float32, False),
+        (torch.bfloat16, False),
+        (torch.float16, False),
+    ],
+    ids=["float32-kernels", "bfloat16-kernels", "float32-torch", "bfloat16-torch", "float16-torch"],
+)
 @pytest.mark.parametrize(
     "contexts",
     [[[1, 5, 6, 7, 8], [1, 9, 3], [1, 4, 4, 4, 4]], [[1, 5, 6], [1, 9, 3], [1, 4, 4]]],
     ids=["left-padded", "unpadded"],
 )
-def test_fused_decode_step_matches_the_forward_follows_edits_and_steps_aside_for_hooks(
-    dtype, contexts
+def test_fused_forward_matches_the_model_follows_edits_and_steps_aside_for_hooks(
+    dtype, use_kernels, contexts
 ) -> None:
     model = tiny_model("llama").to(dtype)
     use_onednn_linears(model)
-    fused = decode_step(model)
+    fused = fused_forward(model)
     assert fused is not None and fused.supported()
-    mine, theirs = _padded_batch(model, contexts), _padded_batch(model, contexts)
+    fused.use_kernels = use_kernels
+    assert (fused.kernels() is not None) == use_kernels  # this machine's compiler builds them
     seen: list[int] = []
     down_proj = model.model.layers[0].mlp.down_proj
 
@@ -134,7 +141,14 @@ def test_fused_decode_step_matches_the_forward_follows_edits_and_steps_aside_for
 
     hook = down_proj.register_forward_hook(record)
     assert not fused.supported()  # a hook must see its module run: the model's forward runs
+    theirs = KVBatch(model)
+    reference = theirs.prefill(contexts, pad_id=0)
     hook.remove()
+    mine = KVBatch(model)
+    ours = mine.prefill(contexts, pad_id=0)  # packed, on the kernels (else the model's)
+    # float32: summation order; bfloat16 and float16: a few roundings of the dtype.
+    tolerance = 1e-4 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(ours, reference, rtol=tolerance, atol=tolerance)
     for step in range(12):
         if step == 6:  # how a patch writes: in place, through a detached view
             model.model.layers[1].self_attn.k_proj.weight.detach()[:, 2] += 0.5
@@ -145,13 +159,13 @@ def test_fused_decode_step_matches_the_forward_follows_edits_and_steps_aside_for
             hook = down_proj.register_forward_hook(record)
             reference = theirs.step(tokens)
             hook.remove()
-        tolerance = 1e-5 if dtype == torch.float32 else 2e-2
         torch.testing.assert_close(ours, reference, rtol=tolerance, atol=tolerance)
-    assert seen == [3] * 12  # the hooked batch ran the model's modules, every step
+        torch.testing.assert_close(mine.mask, theirs.mask, rtol=0, atol=0)
+    assert seen == [3] * 13  # the hooked batch ran the model's modules: prefill, every step
 
 
 @pytest.mark.parametrize("family", ["qwen3", "gemma2", "gpt2"])
-def test_fused_decode_step_leaves_other_architectures_to_the_model(family) -> None:
+def test_fused_forward_leaves_other_architectures_to_the_model(family) -> None:
     # Qwen3 normalises queries and keys, Gemma 2 has sliding windows and soft-capping: the
-    # fused step is transformers' Llama computation only.
-    assert decode_step(tiny_model(family)) is None
+    # fused forward is transformers' Llama computation only.
+    assert fused_forward(tiny_model(family)) is None

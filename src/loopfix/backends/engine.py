@@ -24,12 +24,12 @@ share its batch (up to float rounding of batched matmuls), and two guard chains 
 step's logits alone draw the same token there: comparisons are paired at every temperature.
 The model's linear layers run on oneDNN with packed weights from the first engine on
 (`backends.onednn`: faster than MKL's float32 GEMM and than oneDNN on plain weights on the
-CPUs measured), and a Llama-architecture model decodes through one fused step
-(`backends.llama_decode`: transformers' math in fewer calls, while no forward hook asks for
-the model's own modules). Caches that cannot be merged or
-trimmed row by row (sliding-window or linear-attention layers)
-run in fixed batches instead: ended rows stay until the batch ends, and a chain that may roll
-back runs one row at a time.
+CPUs measured), and a Llama-architecture model prefills and decodes through its fused forward
+(`backends.llama_fused`: transformers' math in fewer calls, on compiled CPU kernels where a C
+compiler builds them, while no forward hook asks for the model's own modules). Caches that
+cannot be merged or trimmed row by row (sliding-window or linear-attention layers) run in fixed
+batches instead: ended rows stay until the batch ends, and a chain that may roll back runs one
+row at a time.
 """
 
 from __future__ import annotations

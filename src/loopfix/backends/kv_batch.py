@@ -10,6 +10,10 @@ The keys and values of such a cache live in buffers with room to grow (`SpareLay
 writes its token's keys and values in place, where transformers' `DynamicLayer` concatenates
 the whole cache into a new tensor every step and layer (measured on SmolLM2: a ninth of the
 engine's time, more when other jobs share the memory bus).
+
+A Llama-architecture model prefills and steps through its fused forward (`llama_fused`) while
+no hook asks for its modules; the prefill then runs the prompts packed, without the padding
+tokens, and leaves the same left-padded cache, mask and positions as the model's forward.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import torch
 from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
-from loopfix.backends.llama_decode import LlamaDecodeStep, decode_step
+from loopfix.backends.llama_fused import LlamaFused, fused_forward
 
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
 
@@ -42,11 +46,11 @@ class KVBatch:
     def __init__(self, model: PreTrainedModel) -> None:
         self.model = model
         self.cache = DynamicCache(config=model.config)
-        # The fused decode step writes into SpareLayers, so it serves mergeable caches only.
-        self.fused: LlamaDecodeStep | None = None
+        # The fused forward writes into SpareLayers, so it serves mergeable caches only.
+        self.fused: LlamaFused | None = None
         if mergeable(model):
             self.cache.layers = [SpareLayer() for _ in self.cache.layers]
-            self.fused = decode_step(model)
+            self.fused = fused_forward(model)
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=model.device)
         self.positions = torch.zeros(0, dtype=torch.long, device=model.device)
 
@@ -78,10 +82,15 @@ class KVBatch:
             mask[row, width - len(context) :] = 1
         ids, mask = ids.to(device), mask.to(device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        fused = self.fused
+        packable = fused is not None and fused.supported() and fused.kernels() is not None
         with record_function("engine prefill"):  # named in profiles (bench_real_model --profile)
-            logits = self._forward(ids, mask, positions).logits[:, -1, :].float()
+            if fused is not None and packable and all(contexts):
+                logits = fused.prefill(contexts, self.cache)
+            else:
+                logits = self._forward(ids, mask, positions).logits[:, -1, :]
         self.mask, self.positions = mask, positions[:, -1] + 1
-        return logits
+        return logits.float()
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         ones = torch.ones((len(self), 1), dtype=self.mask.dtype, device=self.mask.device)
@@ -89,7 +98,7 @@ class KVBatch:
         ids, positions = tokens[:, None], self.positions[:, None]
         with record_function("engine decode step"):
             if self.fused is not None and self.fused.supported():
-                logits = self.fused(ids, self.mask, positions, self.cache)
+                logits = self.fused.step(ids, self.mask, positions, self.cache)
             else:
                 logits = self._forward(ids, self.mask, positions).logits[:, -1, :]
         self.positions = self.positions + 1
@@ -145,15 +154,36 @@ class SpareLayer(DynamicLayer):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        start, end = self._length, self._length + key_states.shape[2]
+        start = self._extend(key_states.shape[2])
+        self._key_buffer[:, :, start : self._length] = key_states
+        self._value_buffer[:, :, start : self._length] = value_states
+        return _keys(self), _values(self)
+
+    def append_slot(self) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """One more position, for a caller that writes its keys and values into the buffers
+        itself (the fused decode step's kernel): (key buffer, value buffer, that position)."""
+        position = self._extend(1)  # may reallocate: the buffers after it
+        return self._key_buffer, self._value_buffer, position
+
+    def hold_zeros(
+        self, rows: int, heads: int, positions: int, head_dim: int, like: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Hold `positions` zero positions (of `like`'s dtype and device), for a caller that
+        writes the keys and values into the buffers itself (the fused prefill): the buffers."""
+        zeros = like.new_zeros((rows, heads, positions, head_dim))
+        self.lazy_initialization(zeros, zeros)
+        self.hold(zeros, zeros)
+        return self._key_buffer, self._value_buffer
+
+    def _extend(self, positions: int) -> int:
+        """Hold `positions` more (reallocating when the buffers are full); where they start."""
+        start, end = self._length, self._length + positions
         if end > self._key_buffer.shape[2]:
-            self.hold(_keys(self), _values(self), room=end - start)
-        self._key_buffer[:, :, start:end] = key_states
-        self._value_buffer[:, :, start:end] = value_states
+            self.hold(_keys(self), _values(self), room=positions)
         self._length = end
         self.keys = self._key_buffer[:, :, :end]
         self.values = self._value_buffer[:, :, :end]
-        return self.keys, self.values
+        return start
 
     def hold(self, keys: torch.Tensor, values: torch.Tensor, room: int = 0) -> None:
         """Hold these keys and values (batch, heads, positions, dim) in new buffers with room

@@ -80,8 +80,9 @@ class DoctorConfig(BaseModel):
     measure_backend: Literal["auto", "hf", "vllm"] = Field(
         "auto",
         description="backend of the measure stage; auto: vllm (offline, the checkpoint's dtype, "
-        "run under --vllm-python) when that python exists and the model is a local folder other "
-        "than a star-graph testbed, else hf. The guards and repair stay on hf (rollback)",
+        "run under --vllm-python) when that python exists and the model is a local folder that "
+        "our engine does not run on its compiled kernels (not a Llama) and not a star-graph "
+        "testbed, else hf. The guards and repair stay on hf (rollback)",
     )
     vllm_python: Path = Field(
         VLLM_PYTHON,

