@@ -185,6 +185,35 @@ def test_without_a_compiler_there_are_no_kernels_and_a_note_says_so(
         decode_kernels.cache_clear()
 
 
+def test_an_unwritable_cache_means_no_kernels_not_an_error(monkeypatch, tmp_path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(blocker))  # a file where the folder should be
+    decode_kernels.cache_clear()
+    try:
+        assert decode_kernels(64, 3, torch.float32) is None
+    finally:
+        decode_kernels.cache_clear()
+
+
+def test_a_compiler_without_openmp_builds_single_threaded_kernels(monkeypatch, tmp_path) -> None:
+    compiler = tmp_path / "cc-without-openmp"
+    compiler.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && exit 1; done\nexec cc "$@"\n'
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(compiler))
+    decode_kernels.cache_clear()
+    try:
+        kernels = _kernels(8, 2, torch.float32)
+        gate_up = torch.randn(3, 16)
+        expected = F.silu(gate_up[:, :8]) * gate_up[:, 8:]
+        torch.testing.assert_close(kernels.silu_mul(gate_up), expected)
+    finally:
+        decode_kernels.cache_clear()
+
+
 def test_a_build_is_cached_by_source_flags_compiler_and_cpu(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path))
     decode_kernels.cache_clear()

@@ -1,21 +1,23 @@
-"""`decode_kernels`: the fused decode step's compiled CPU kernels (`decode_kernels.c`), built on
-first use with the machine's C compiler and loaded through ctypes.
+"""`decode_kernels`: the fused Llama forward's compiled CPU kernels (`decode_kernels.c`), built
+on first use with the machine's C compiler and loaded through ctypes.
 
 Why compiled code: after the linear layers moved to packed oneDNN weights, a SmolLM2 decode
-step on 2 cores spent a quarter of its time in torch's CPU flash-attention kernel, which costs
-about 2 us per cached position for one query per head (it is built for long query blocks), and
-another fifth in the per-operator cost of some 30 small torch calls per layer (RMSNorm alone is
-seven). `attend` does a layer's rotary embedding, cache append and attention for every row and
-key/value head in one call (3-5x faster than the flash kernel at these sizes); `rms_norm` fuses
-the residual add and the normalization; `silu_mul` the MLP's activation.
+step on 2 cores spent a fifth of its time in torch's CPU flash-attention kernel, which is built
+for blocks of queries rather than one query per head, and about as much again in the per-call
+cost of some 30 small torch operators per layer (RMSNorm alone is seven) (`bench/
+bench_real_model.py --profile bfloat16`). `attend` does a layer's rotary embedding, cache append
+and attention for every row and key/value head in one call, `prefill_attend` the same for
+prompts packed without padding, `rms_norm` the residual add and the normalization, `silu_mul`
+the MLP's activation. With them the engine makes 1.3-1.5x the tokens per second it makes on
+torch's operators (`bench/bench_real_model.py`, docs/real-model.md).
 
 The library is compiled for one shape (head size, query heads per key/value head) and dtype
 (bfloat16 or float32), `-O3 -march=native -fopenmp`, into `<cache>/kernels/` (`LOOPFIX_CACHE_DIR`
 or ~/.cache/loopfix), keyed by the source, the flags, the compiler's version and the CPU's
 feature flags, so a later process loads it in milliseconds. OpenMP threads come from the
 runtime torch already loaded (the same `libgomp.so.1`) and follow `torch.get_num_threads()`.
-Without a working C compiler (`CC`, else `cc`) there are no kernels, and the decode step runs
-on torch's operators instead (`llama_decode.TorchOps`); a note says so once.
+Without a working C compiler (`CC`, else `cc`) there are no kernels, and the decode steps run
+on torch's operators instead (`llama_fused.TorchOps`), and a note says so.
 """
 
 from __future__ import annotations
@@ -245,30 +247,34 @@ def _build(defines: list[str]) -> Path | None:
         return None
     command, version = compiler
     source = SOURCE.read_bytes()
-    folder = cache_dir() / "kernels"
-    folder.mkdir(parents=True, exist_ok=True)
     for threading in (_THREADED, []):
         flags = [*_OPTIMIZE, *threading, *defines]
-        key = hashlib.sha256(
-            b"\0".join(
-                [source, " ".join(flags).encode(), version.encode(), _cpu_features().encode()]
-            )
-        ).hexdigest()[:24]
-        library = folder / f"decode-{key}.so"
-        if library.exists():
+        identity = [source, " ".join(flags).encode(), version.encode(), _cpu_features().encode()]
+        key = hashlib.sha256(b"\0".join(identity)).hexdigest()[:24]
+        library = cache_dir() / "kernels" / f"decode-{key}.so"
+        if library.exists() or _compile(command, flags, library):
             return library
-        # A temporary sibling renamed into place: another process never loads a partial file.
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".so.partial")
-        os.close(handle)
-        built = subprocess.run(
-            [command, *flags, str(SOURCE), "-o", temporary, "-lm"], capture_output=True, text=True
-        )
-        if built.returncode == 0:
-            os.replace(temporary, library)
-            return library
+    return None
+
+
+def _compile(command: str, flags: list[str], library: Path) -> bool:
+    """Compile the source into `library`, through a temporary sibling renamed into place (so
+    another process never loads a partial file); False, the reason logged, when it fails."""
+    try:
+        library.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=library.parent, suffix=".so.partial")
+    except OSError as error:
+        _log.info("cannot write the kernel cache: %s", error)
+        return False
+    os.close(handle)
+    arguments = [command, *flags, str(SOURCE), "-o", temporary, "-lm"]
+    built = subprocess.run(arguments, capture_output=True, text=True)
+    if built.returncode != 0:
         os.unlink(temporary)
         _log.info("building %s with %s failed: %s", SOURCE.name, flags, built.stderr[-2000:])
-    return None
+        return False
+    os.replace(temporary, library)
+    return True
 
 
 @functools.cache
@@ -281,8 +287,8 @@ def decode_kernels(head_dim: int, group: int, dtype: torch.dtype) -> DecodeKerne
     library = _build(defines)
     if library is None:
         _log.warning(
-            "loopfix: no C compiler built %s (set CC); the decode engine runs on torch's "
-            "operators, slower on CPU",
+            "loopfix: no C compiler built %s (set CC; the reason is logged at INFO); the "
+            "decode engine runs on torch's operators, slower on CPU",
             SOURCE.name,
         )
         return None

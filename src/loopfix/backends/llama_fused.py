@@ -9,19 +9,21 @@ the engine's own cache: q, k and v as one matrix multiply (their weights stacked
 as one, every linear layer on oneDNN with packed weights (`backends.onednn`; the stacked copies
 are packed again whenever a weight changes, a repair patch say, like every packed weight).
 
-Between the matrix multiplies, two sets of operations (`TorchOps`, `KernelOps`):
-- the compiled kernels (`backends.decode_kernels`, bfloat16 and float32 where a C compiler
+Between the matrix multiplies, one of two sets of operations (`LayerOps`):
+- the compiled kernels (`backends.decode_kernels`; bfloat16 and float32, where a C compiler
   builds them): a layer's rotary embedding, cache append and attention in one call, the
-  residual add and RMSNorm in another, the MLP activation in a third. They also serve the
-  prefill: the prompts packed one after another (no padding tokens), each attending causally to
-  its own tokens, its keys and values written left-padded into the cache as the engine keeps
-  it. Their attention sums in another order than torch's flash kernel, so the logits agree with
-  transformers' to float rounding, not bit for bit: on SmolLM2, teacher-forced, the largest
-  difference is ... (`bench/bench_real_model.py --fused-check`).
-- torch's operators otherwise (float16, or no compiler), for decode steps only: the rotary
-  embedding on queries and keys together, the query heads packed onto their key/value heads
-  (transformers' `pack_gqa`), sdpa; transformers' math, the logits bit for bit its own on
-  SmolLM2 in float32 and bfloat16.
+  residual add and RMSNorm in another, the MLP activation in a third (`KernelOps`). They also
+  serve the prefill (`PackedKernelOps`): the prompts packed one after another, no padding
+  tokens computed, each attending causally to its own tokens, its keys and values written
+  left-padded into the cache as the engine keeps it. Their attention sums in another order
+  than torch's flash kernel, so the logits agree with transformers' to float rounding, not bit
+  for bit: on SmolLM2, fed the model's own greedy tokens, as closely as transformers' eager
+  attention agrees with its sdpa (`bench/bench_real_model.py --fused-check`; docs/
+  real-model.md).
+- torch's operators otherwise (`TorchOps`; float16, or no compiler), for decode steps only:
+  the rotary embedding on queries and keys together, the query heads packed onto their
+  key/value heads (transformers' `pack_gqa`), sdpa; transformers' math, the logits bit for bit
+  its own on SmolLM2 in float32 and bfloat16.
 
 It serves a model only while transformers' forward would run the same computation: a plain
 `LlamaForCausalLM` on CPU with sdpa attention, the default MLP activation, no tensor-parallel
@@ -36,7 +38,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +49,16 @@ from transformers import PretrainedConfig, PreTrainedModel
 from loopfix.backends.decode_kernels import DecodeKernels, PackedRows, decode_kernels
 from loopfix.backends.onednn import OneDNNLinear, PackedWeight, packable
 
-__all__ = ["KernelOps", "LlamaFused", "TorchOps", "fused_forward", "kernels_for", "serves"]
+__all__ = [
+    "KernelOps",
+    "LayerOps",
+    "LlamaFused",
+    "PackedKernelOps",
+    "TorchOps",
+    "fused_forward",
+    "kernels_for",
+    "serves",
+]
 
 _FUSED: weakref.WeakKeyDictionary[nn.Module, LlamaFused | None] = weakref.WeakKeyDictionary()
 
@@ -136,7 +147,6 @@ class TorchOps:
     def add_norm(
         self, hidden: torch.Tensor, delta: torch.Tensor | None, norm: nn.Module
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(hidden + delta, its normalized form)."""
         if delta is not None:
             hidden = hidden + delta
         return hidden, _rms_norm(hidden, norm)
@@ -164,20 +174,28 @@ class TorchOps:
         return context.reshape(rows, heads * head_dim)
 
 
-class KernelOps:
-    """The same on the compiled kernels (`decode_kernels`), the residual stream updated in
-    place; for a decode step (`mask`: the rows' padding mask) or a packed prefill (`packing`:
-    the packed prompts and the cache's shape)."""
+class LayerOps(Protocol):
+    """What a decoder layer needs between its matrix multiplies."""
 
-    def __init__(
-        self,
-        kernels: DecodeKernels,
-        cos: torch.Tensor,
-        sin: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        packing: tuple[PackedRows, _Shape] | None = None,
-    ):
-        self.kernels, self.mask, self.packing = kernels, mask, packing
+    def add_norm(
+        self, hidden: torch.Tensor, delta: torch.Tensor | None, norm: nn.Module
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(hidden + delta, its normalized form); no delta: hidden as it is."""
+        ...
+
+    def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor: ...
+
+    def attend(self, states: torch.Tensor, cache_layer: Any, scaling: float) -> torch.Tensor:
+        """The layer's attention output from its q/k/v projections, the cache updated."""
+        ...
+
+
+class _CompiledOps:
+    """The norms and activation on the compiled kernels (`decode_kernels`), the residual stream
+    updated in place; `cos`/`sin` are the rotary angles, one row per token."""
+
+    def __init__(self, kernels: DecodeKernels, cos: torch.Tensor, sin: torch.Tensor) -> None:
+        self.kernels = kernels
         self.cos, self.sin = cos.flatten(0, -2).contiguous(), sin.flatten(0, -2).contiguous()
 
     def add_norm(
@@ -190,17 +208,41 @@ class KernelOps:
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         return self.kernels.silu_mul(gate_up)
 
+
+class KernelOps(_CompiledOps):
+    """A decode step on the compiled kernels: rotary embedding, cache append and attention in
+    one call per layer; `mask` is the rows' padding mask."""
+
+    def __init__(
+        self, kernels: DecodeKernels, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+    ) -> None:
+        super().__init__(kernels, cos, sin)
+        self.mask = mask
+
     def attend(self, states: torch.Tensor, cache_layer: Any, scaling: float) -> torch.Tensor:
-        if self.packing is None:
-            buffers = cache_layer.append_slot()
-            return self.kernels.attend(
-                states, self.cos, self.sin, buffers, cast(Any, self.mask), scaling
-            )
-        packed, shape = self.packing
-        zeros = cache_layer.hold_zeros(
-            shape.rows, shape.kv_heads, packed.width, shape.head_dim, states
-        )
-        return self.kernels.prefill_attend(states, self.cos, self.sin, zeros, packed, scaling)
+        buffers = cache_layer.append_slot()
+        return self.kernels.attend(states, self.cos, self.sin, buffers, self.mask, scaling)
+
+
+class PackedKernelOps(_CompiledOps):
+    """A prefill of prompts packed one after another (`packed`) on the compiled kernels, into
+    a cache of `shape`'s rows and heads."""
+
+    def __init__(
+        self,
+        kernels: DecodeKernels,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        packed: PackedRows,
+        shape: _Shape,
+    ) -> None:
+        super().__init__(kernels, cos, sin)
+        self.packed, self.shape = packed, shape
+
+    def attend(self, states: torch.Tensor, cache_layer: Any, scaling: float) -> torch.Tensor:
+        rows, _, kv_heads, head_dim = self.shape
+        zeros = cache_layer.hold_zeros(rows, kv_heads, self.packed.width, head_dim, states)
+        return self.kernels.prefill_attend(states, self.cos, self.sin, zeros, self.packed, scaling)
 
 
 class LlamaFused:
@@ -256,8 +298,11 @@ class LlamaFused:
     def _shape(self, rows: int) -> _Shape:
         return _Shape(rows, self._heads, self._kv_heads, self._head_dim)
 
-    def _layers_forward(self, hidden: torch.Tensor, ops: TorchOps | KernelOps, cache: Any):
-        """The decoder layers on `hidden` (tokens, width), then the final norm."""
+    def _layers_forward(
+        self, hidden: torch.Tensor, ops: LayerOps, cache: Any
+    ) -> tuple[torch.Tensor, bool]:
+        """The decoder layers on `hidden` (tokens, width), then the final norm; and whether the
+        projections ran on packed weights."""
         pack = packable(hidden, self.model.lm_head.weight)  # one dtype and device for all
         hidden, normed = ops.add_norm(hidden, None, self._layers[0].input_norm)
         for layer, cache_layer in zip(self._layers, cache.layers, strict=True):
@@ -278,11 +323,11 @@ class LlamaFused:
         hidden = inner.embed_tokens(ids)[:, 0].contiguous()
         cos, sin = inner.rotary_emb(hidden, positions)  # (rows, 1, head_dim), one per row
         kernels = self.kernels()
-        ops: TorchOps | KernelOps
+        ops: LayerOps
         if kernels is None:
             ops = TorchOps(self._shape(ids.shape[0]), mask, cos, sin)
         else:
-            ops = KernelOps(kernels, cos, sin, mask=mask)
+            ops = KernelOps(kernels, cos, sin, mask)
         normed, pack = self._layers_forward(hidden, ops, cache)
         return self._head(normed, pack)
 
@@ -299,10 +344,8 @@ class LlamaFused:
         ids = torch.tensor([token for context in contexts for token in context])
         hidden = inner.embed_tokens(ids.to(self.model.device))
         cos, sin = inner.rotary_emb(hidden, packed.positions[None].to(self.model.device))
-        packing = (packed, self._shape(len(contexts)))
-        normed, pack = self._layers_forward(
-            hidden, KernelOps(kernels, cos, sin, packing=packing), cache
-        )
+        ops = PackedKernelOps(kernels, cos, sin, packed, self._shape(len(contexts)))
+        normed, pack = self._layers_forward(hidden, ops, cache)
         last = torch.cumsum(packed.lengths, dim=0) - 1
         return self._head(normed[last], pack)
 
