@@ -72,6 +72,13 @@ def test_silu_mul_is_the_llama_mlp_activation(dtype) -> None:
     torch.testing.assert_close(kernels.silu_mul(gate_up), F.silu(gate) * up, **_tolerance(dtype))
 
 
+def _left_padded_mask(lengths: list[int]) -> torch.Tensor:
+    mask = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for row, length in enumerate(lengths):
+        mask[row, mask.shape[1] - length :] = 1
+    return mask
+
+
 def _states(rows: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype):
     return torch.randn(rows, (group + 2) * kv_heads * head_dim).to(dtype)
 
@@ -123,7 +130,7 @@ def test_a_packed_prefill_fills_the_left_padded_cache_and_attends_causally(
     torch.manual_seed(3)
     kernels = _kernels(head_dim, group, dtype)
     lengths, kv_heads = [5, 1, 80, 17], 2
-    packed = PackedRows.of(lengths)
+    packed = PackedRows.of(_left_padded_mask(lengths))
     states = _states(sum(lengths), kv_heads, group, head_dim, dtype)
     cos, sin = _angles(packed.positions, head_dim, dtype)
     layer = SpareLayer()
@@ -166,7 +173,7 @@ def test_inputs_of_another_dtype_or_shape_are_refused_before_any_memory_is_read(
     with pytest.raises(ValueError, match="mask"):  # a mask one position short
         kernels.attend(states, angles, angles, layer.append_slot(), torch.ones(2, 4).long(), 1.0)
     with pytest.raises(ValueError, match="one token or more"):
-        PackedRows.of([3, 0])
+        PackedRows.of(_left_padded_mask([3, 0]))
 
 
 def test_without_a_compiler_there_are_no_kernels_and_a_note_says_so(

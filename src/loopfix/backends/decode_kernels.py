@@ -114,7 +114,10 @@ class DecodeKernels:
         """`weight` x RMS-normalized `hidden` (rows, width), after `hidden += delta` in place."""
         width = int(weight.shape[-1])
         rows = self._rows(hidden, width)
-        _require(self._rows(weight[None], width) == 1, "a norm weight of the hidden width")
+        _require(
+            weight.dtype == self.dtype and weight.shape == (width,) and weight.is_contiguous(),
+            "a norm weight of the hidden width",
+        )
         _require(delta is None or self._rows(delta, width) == rows, "a delta like hidden")
         out = torch.empty_like(hidden)
         pointers = (hidden.data_ptr(), None if delta is None else delta.data_ptr())
@@ -178,6 +181,10 @@ class DecodeKernels:
         tokens = self._tokens(states, cos, sin, kv_heads)
         cache = self._cache(buffers, len(packing.lengths), packing.width)
         _require(packing.tokens() == tokens, "one packed position per token")
+        _require(
+            all(t.dtype == torch.long and t.is_contiguous() for t in packing[:3]),
+            "contiguous int64 packing",
+        )
         out = states.new_empty((tokens, kv_heads * self.group * self.head_dim))
         inputs = (states.data_ptr(), cos.data_ptr(), sin.data_ptr())
         rows = (packing.token_rows.data_ptr(), packing.positions.data_ptr())
@@ -208,13 +215,15 @@ class PackedRows(NamedTuple):
     width: int
 
     @classmethod
-    def of(cls, lengths: list[int]) -> PackedRows:
-        if not lengths or min(lengths) < 1:
+    def of(cls, mask: torch.Tensor) -> PackedRows:
+        """The packing of a left-padded batch's rows, from its mask (rows, width): 1 on a
+        row's tokens, 0 on its padding."""
+        lengths = mask.sum(dim=1)
+        if not len(lengths) or int(lengths.min()) < 1:
             raise ValueError("packed rows need one token or more each")
-        counts = torch.tensor(lengths, dtype=torch.long)
-        rows = torch.repeat_interleave(torch.arange(len(lengths)), counts)
-        positions = torch.cat([torch.arange(n) for n in lengths])
-        return cls(rows, positions, counts, max(lengths))
+        token_rows, columns = mask.nonzero(as_tuple=True)  # row by row, as the tokens pack
+        positions = columns - (mask.shape[1] - lengths)[token_rows]
+        return cls(token_rows.contiguous(), positions, lengths, int(mask.shape[1]))
 
     def tokens(self) -> int:
         return int(self.token_rows.shape[0])

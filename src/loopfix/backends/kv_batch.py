@@ -82,11 +82,9 @@ class KVBatch:
             mask[row, width - len(context) :] = 1
         ids, mask = ids.to(device), mask.to(device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        fused = self.fused
-        packable = fused is not None and fused.supported() and fused.kernels() is not None
         with record_function("engine prefill"):  # named in profiles (bench_real_model --profile)
-            if fused is not None and packable and all(contexts):
-                logits = fused.prefill(contexts, self.cache)
+            if self.fused is not None and self.fused.packs(mask):
+                logits = self.fused.prefill(ids, mask, self.cache)
             else:
                 logits = self._forward(ids, mask, positions).logits[:, -1, :]
         self.mask, self.positions = mask, positions[:, -1] + 1

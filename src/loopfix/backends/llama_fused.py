@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, cast
 
 import torch
@@ -331,20 +330,25 @@ class LlamaFused:
         normed, pack = self._layers_forward(hidden, ops, cache)
         return self._head(normed, pack)
 
+    def packs(self, mask: torch.Tensor) -> bool:
+        """Whether `prefill` serves a batch with this padding mask: the decode step is
+        supported, the kernels are built, and every row has a token."""
+        return self.supported() and self.kernels() is not None and bool(mask.any(dim=1).all())
+
     @torch.inference_mode()
-    def prefill(self, contexts: Sequence[list[int]], cache: Any) -> torch.Tensor:
-        """Next-token logits (rows, vocabulary) after each context, with the compiled kernels
-        (`kernels()` not None); the contexts' keys and values go into `cache`'s `SpareLayer`s,
-        left-padded to the longest (the engine's layout; padding positions hold zeros)."""
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
+        """Next-token logits (rows, vocabulary) after each row of the left-padded batch `ids`
+        (rows, width; `mask` 1 on its tokens), run packed on the compiled kernels (`packs`
+        first); the keys and values go into `cache`'s `SpareLayer`s in the same left-padded
+        layout (padding positions hold zeros)."""
         kernels = self.kernels()
         if kernels is None:
             raise RuntimeError("the fused prefill runs on the compiled kernels only")
         inner = self.model.model
-        packed = PackedRows.of([len(context) for context in contexts])
-        ids = torch.tensor([token for context in contexts for token in context])
-        hidden = inner.embed_tokens(ids.to(self.model.device))
-        cos, sin = inner.rotary_emb(hidden, packed.positions[None].to(self.model.device))
-        ops = PackedKernelOps(kernels, cos, sin, packed, self._shape(len(contexts)))
+        packed = PackedRows.of(mask)
+        hidden = inner.embed_tokens(ids[mask.bool()])
+        cos, sin = inner.rotary_emb(hidden, packed.positions[None])
+        ops = PackedKernelOps(kernels, cos, sin, packed, self._shape(len(packed.lengths)))
         normed, pack = self._layers_forward(hidden, ops, cache)
         last = torch.cumsum(packed.lengths, dim=0) - 1
         return self._head(normed[last], pack)
