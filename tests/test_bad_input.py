@@ -385,3 +385,79 @@ def test_lab_eval_refuses_a_model_that_is_not_a_testbed(tmp_path: Path) -> None:
 def test_every_verb_that_loads_a_model_has_trust_remote_code(verb: list[str]) -> None:
     result = invoke(*verb, "--help")
     assert result.exit_code == 0 and "--trust-remote-code" in result.output
+
+
+# 7. the hostile sweep of issue 37: counts, URLs, usage errors, damaged or unknown models
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["scan", MISSING, "--n", "1000000000000"], "--n"),
+        (["compare", MISSING, "--n", "1000000000000"], "--n"),
+        (["doctor", MISSING, "--n", "1000000000000"], "--n"),
+        (["consistency", MISSING, "--n", "1000000000000"], "--n"),
+        (["lab", "eval", MISSING, "--n", "1000000000000"], "--n"),
+        (["consistency", MISSING, "--url", "not a url"], "--url"),
+        (["consistency", MISSING, "--url", "ftp://127.0.0.1:8000"], "--url"),
+        (["scan", "http://127.0.0.1:99999", "--backend", "openai"], "model"),
+        (["doctor", "ftp://127.0.0.1/v1"], "model"),
+    ],
+    ids=lambda value: "_".join(value)[:60] if isinstance(value, list) else value,
+)
+def test_huge_counts_and_bad_urls_are_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], option: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    message = one_line_error(invoke(*args), option)
+    assert "testbed" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["scan", "--no-such-option"], ["No such option: --no-such-option", "loopfix scan --help"]),
+        (["no-such-verb"], ["No such command", "loopfix --help"]),
+        (["patch", "apply"], ["Missing argument", "loopfix patch apply --help"]),
+        (["scan", MISSING, "--n", "many"], ["'--n'", "valid integer"]),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_help(args: list[str], needles: list[str]) -> None:
+    one_line_error(invoke(*args), *needles)
+
+
+def test_scan_compare_refuses_to_write_into_a_run_it_reads(tmp_path: Path) -> None:
+    run = tmp_path / "a"
+    assert scan("loopfix:stargraph", run).exit_code == 0
+    before = snapshot(tmp_path)
+    one_line_error(invoke("scan", "--compare", run, run, "--out", run), "also an input")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_truncated_weights_file_is_one_line_and_leaves_no_run(
+    tmp_path: Path, testbed_copy: Path
+) -> None:
+    weights = testbed_copy / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    before = snapshot(tmp_path)
+    one_line_error(scan(testbed_copy, tmp_path / "run"), "model.safetensors", "damaged")
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unreachable_hub_is_one_line_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import huggingface_hub
+
+    # A closed port on this machine stands for a Hub that cannot be reached.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")
+    started = time.monotonic()
+    result = scan("loopfix-tests/no-such-model", tmp_path / "run")
+    one_line_error(result, "loopfix-tests/no-such-model", "cannot be reached", "cache")
+    assert time.monotonic() - started < 20  # not five logged retries over half a minute
+    assert not (tmp_path / "run").exists()

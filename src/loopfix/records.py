@@ -27,6 +27,9 @@ FinishReason = Literal["stop", "length", "repetition", "error"]
 Temperature = Annotated[
     float, Field(ge=0.0, allow_inf_nan=False, description="sampling temperature; 0 = greedy")
 ]
+MAX_PROMPTS = 100_000
+"""The most prompts (or graphs) one run takes: a built-in suite is generated whole before the
+first sample, so a count like 10**12 must be refused, not allocated."""
 
 
 class SamplerSettings(BaseModel):

@@ -15,6 +15,11 @@ from rich.table import Table
 
 from loopfix.errors import LoopfixError, one_line
 
+try:  # newer typer carries its own copy of click, whose exceptions are not click's classes
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer raises click's own
+    from click.exceptions import UsageError
+
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
@@ -55,14 +60,29 @@ def validation_message(error: ValidationError) -> str:
     )
 
 
+def usage_message(error: UsageError) -> str:
+    """A click usage error (unknown option, missing argument, bad choice) as one line that says
+    where the help is, instead of typer's boxed block of five to eleven lines."""
+    command = error.ctx.command_path if error.ctx is not None else "loopfix"
+    return f"{error.format_message().rstrip('.')}; see '{command} --help'"
+
+
 class LoopfixGroup(typer.core.TyperGroup):
     """The root command: turns the errors a user can fix into one line and exit status 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as error:
+            fail(usage_message(error))
 
     def invoke(self, ctx: Any) -> Any:
         from pydantic import ValidationError
 
         try:
             return super().invoke(ctx)
+        except UsageError as error:
+            fail(usage_message(error))
         except ValidationError as error:
             fail(validation_message(error))
         except LoopfixError as error:

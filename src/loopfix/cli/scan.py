@@ -108,7 +108,7 @@ def _run_compare(runs: list[Path], out: Path | None) -> None:
     from loopfix.scan import compare_runs
 
     if out is not None:
-        check_output_path(out, folder=True)
+        check_output_path(out, *runs, folder=True)
     result = compare_runs(runs[0], runs[1])  # reads only: never repairs a run it compares
     console.print(compare_table(result))
     if out is not None:

@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from loopfix.errors import LoopfixError
+from loopfix.records import MAX_PROMPTS
+from loopfix.urls import ServerUrl
 from loopfix.vllm_venv import VLLM_PYTHON
 
 __all__ = ["CHEAP_CHECKS", "CHECK_NAMES", "ConsistencyConfig", "ConsistencyError"]
@@ -43,7 +45,9 @@ class ConsistencyConfig(BaseModel):
 
     model: str = Field(description="folder, hub id or loopfix:NAME (local weights are needed)")
     suite: str = Field("stargraph", description="built-in suite name or JSON-lines file")
-    n: int = Field(32, ge=1, description="prompts (built-in suites: how many to generate)")
+    n: int = Field(
+        32, ge=1, le=MAX_PROMPTS, description="prompts (built-in suites: how many to generate)"
+    )
     checks: list[str] = Field(list(CHECK_NAMES), min_length=1, description="checks to run")
     seed: int = Field(0, description="seed of the built-in suites and the first sampling seed")
     seeds: int = Field(3, ge=2, description="sampling seeds compared by seed_sensitivity")
@@ -90,7 +94,7 @@ class ConsistencyConfig(BaseModel):
         VLLM_PYTHON,
         description="python of the vLLM venv; backend's vLLM arm is skipped when it is absent",
     )
-    url: str | None = Field(None, description="OpenAI-compatible server compared by backend")
+    url: ServerUrl | None = Field(None, description="OpenAI-compatible server compared by backend")
     model_name: str | None = Field(None, description="served model name at url")
     out: Path = Field(Path("consistency"), description="folder for consistency.json, report.html")
 

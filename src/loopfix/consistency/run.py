@@ -39,6 +39,7 @@ from loopfix.cpu import cpu_flags
 from loopfix.models import load_model
 from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
+from loopfix.urls import is_url
 
 __all__ = ["CHECKS", "run_consistency"]
 
@@ -117,7 +118,7 @@ def run_consistency(
 ) -> ConsistencyResult:
     """Run `config.checks` (see the module docstring); `model`/`tokenizer`: an already loaded
     model (`config.model` then only names it, and vLLM needs it to be a folder)."""
-    if config.model.startswith(("http://", "https://")):
+    if is_url(config.model):
         return _skipped_everywhere(
             config, "MODEL is a URL: no local weights to compare with (give it as --url)"
         )

@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.records import MAX_PROMPTS
 from loopfix.repair.config import SUITE_CAP, TESTBED_CAP
+from loopfix.urls import ModelReference
 from loopfix.vllm_venv import VLLM_PYTHON
 
-__all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig", "is_url"]
+__all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig"]
 
 # Sizes by suite when an option is not given. The star-graph testbed generates a thousand walks
 # in seconds, and its repair needs a few hundred verification prompts to see a halving of loops;
@@ -39,16 +41,12 @@ def _by_suite(name: str) -> str:
     )
 
 
-def is_url(model: str) -> bool:
-    return model.startswith(("http://", "https://"))
-
-
 class DoctorConfig(BaseModel):
     """One doctor run. `None` fields are filled by `resolved` from the suite and `quick`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str = Field(
+    model: ModelReference = Field(
         "loopfix:stargraph",
         description="folder, hub id, .gguf file, loopfix:NAME, or an OpenAI-compatible base URL",
     )
@@ -56,7 +54,9 @@ class DoctorConfig(BaseModel):
     suite: str | None = Field(
         None, description="suite to measure on; None: stargraph for a testbed, else arith"
     )
-    n: int | None = Field(None, ge=1, description=f"suite items (default: {_by_suite('n')})")
+    n: int | None = Field(
+        None, ge=1, le=MAX_PROMPTS, description=f"suite items (default: {_by_suite('n')})"
+    )
     temperatures: list[float] = Field([0.0, 0.6, 1.0], min_length=1)
     seed: int = Field(12345, description="suite and sampler seed")
     max_new_tokens: int | None = Field(

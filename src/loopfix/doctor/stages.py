@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loopfix.backends.base import Backend
-from loopfix.doctor.config import CONSISTENCY_DIR, DoctorConfig, is_url
+from loopfix.doctor.config import CONSISTENCY_DIR, DoctorConfig
 from loopfix.doctor.result import (
     ConsistencyStage,
     GuardStage,
@@ -26,6 +26,7 @@ from loopfix.errors import LoopfixError
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.run import Progress
+from loopfix.urls import is_url
 
 __all__ = [
     "CONSISTENCY_PROMPTS",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.records import MAX_PROMPTS
+
 __all__ = ["EVAL_SEED", "VARIANTS", "LabEvalConfig", "TrainConfig"]
 
 
@@ -54,7 +56,7 @@ class LabEvalConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
-    n: int = Field(1000, ge=1, description="fresh graphs per temperature")
+    n: int = Field(1000, ge=1, le=MAX_PROMPTS, description="fresh graphs per temperature")
     seed: int = Field(EVAL_SEED, description="graph and sampler seed (training never uses it)")
     temperatures: list[float] = Field(
         default_factory=lambda: [0.0, 0.6, 1.0], min_length=1, description="temperatures"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import loopfix
@@ -35,6 +38,10 @@ DEFAULT_TESTBED = "loopfix:stargraph"
 TESTBED_DIR_VARIABLE = "LOOPFIX_TESTBED_DIR"
 """Environment variable that points `loopfix:NAME` at another folder of checkpoints (freshly
 trained testbeds, or tests)."""
+
+HUB_PROBE_SECONDS = 3.0
+"""How long one connection attempt to the Hugging Face Hub may take before a hub id is looked up
+in the local cache only."""
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -141,6 +148,22 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype |
     raise ValueError(f"dtype {dtype!r} is not one of: auto, {', '.join(_DTYPES)}")
 
 
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face Hub cannot be reached (offline mode, or one TCP connection to its
+    endpoint failing within HUB_PROBE_SECONDS), or None when it can."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    endpoint = urlsplit(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as error:
+        return f"the Hub ({constants.ENDPOINT}) cannot be reached: {error.strerror or error}"
+    return None
+
+
 def load_model(
     spec: str | Path,
     device: str | None = None,
@@ -162,19 +185,33 @@ def load_model(
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     path = resolve_model_path(spec)
+    is_hub_id = not Path(path).is_dir()
+    # Without the Hub, huggingface_hub retries five times over half a minute, logging each try;
+    # one short connection attempt decides instead, and the local Hub cache is still read.
+    unreachable = hub_unreachable() if is_hub_id else None
+    settings = {"trust_remote_code": trust_remote_code, "local_files_only": unreachable is not None}
     try:
         # Moved after loading: device_map would load straight to the device but needs
         # accelerate, which loopfix does not depend on.
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    except OSError as error:
-        if Path(path).is_dir():
-            raise
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **settings)
+        tokenizer = AutoTokenizer.from_pretrained(path, **settings)
+    except SafetensorError as error:
+        weights = ", ".join(sorted(file.name for file in Path(path).glob("*.safetensors")))
         raise ModelLoadError(
-            f"{path!r} is not a local folder or a bundled testbed ({TESTBED_PREFIX}NAME), "
-            f"and loading it from the Hugging Face Hub failed: {error}"
+            f"{path}: its weights ({weights or 'safetensors'}) cannot be read, the file is "
+            f"damaged or incomplete: {error}"
+        ) from error
+    except OSError as error:
+        if not is_hub_id:
+            raise
+        why = (
+            f"it is not in the local Hugging Face Hub cache and {unreachable}"
+            if unreachable is not None
+            else f"loading it from the Hugging Face Hub failed: {error}"
+        )
+        raise ModelLoadError(
+            f"{path!r} is not a local folder, a .gguf file or a bundled model "
+            f"({TESTBED_PREFIX}NAME), and {why}"
         ) from error
     # transformers wraps Module.to with functools.wraps, which makes mypy see an unbound self.
     model.to(device).eval()  # type: ignore[arg-type]

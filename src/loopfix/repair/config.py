@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.cpu import native_bf16
-from loopfix.records import Temperature
+from loopfix.records import MAX_PROMPTS, Temperature
 
 __all__ = [
     "PLAIN_TEXT",
@@ -116,12 +116,14 @@ class RepairConfig(BaseModel):
     causal_prompts: int = Field(
         500,
         ge=50,
+        le=MAX_PROMPTS,
         description="prompts of the activation-level check and of the screening of candidates "
         "(seed: verify_seed + 1)",
     )
     prompts: int = Field(
         1000,
         ge=50,
+        le=MAX_PROMPTS,
         description="held-out prompts of the verification (from scan records of a built-in "
         "suite: fresh ones at `verify_seed`; of a suite file: a quarter of its prompts)",
     )
@@ -202,7 +204,10 @@ class RepairConfig(BaseModel):
         "None with no `records`: the testbed teacher's branches",
     )
     n: int | None = Field(
-        None, ge=4, description="suite items of the repair's own scan (None with a suite: 400)"
+        None,
+        ge=4,
+        le=MAX_PROMPTS,
+        description="suite items of the repair's own scan (None with a suite: 400)",
     )
     records: Path | None = Field(
         None,

@@ -16,6 +16,7 @@ from loopfix.patch import build_patch, patched
 from loopfix.repair.candidates import Candidate
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.perplexity import GeneralAbility
+from loopfix.scan.stats import student_t_quantile
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -178,14 +179,12 @@ class Verifier(Generic[OutcomesT]):
 def reduction_interval(reductions: Sequence[float], level: float = 0.95) -> dict[str, Any]:
     """Mean of the controls' loop-rate reductions with a Student-t interval over seeds (a
     single control has no interval: low = high = its value)."""
-    from scipy.stats import t
-
     count = len(reductions)
     mean = sum(reductions) / count
     if count == 1:
         return {"seeds": 1, "mean": mean, "low": mean, "high": mean, "values": list(reductions)}
     sd = (sum((r - mean) ** 2 for r in reductions) / (count - 1)) ** 0.5
-    half = float(t.ppf(0.5 + level / 2, count - 1)) * sd / count**0.5
+    half = student_t_quantile(0.5 + level / 2, count - 1) * sd / count**0.5
     return {
         "seeds": count,
         "mean": mean,

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from loopfix.errors import LoopfixError
-from loopfix.records import DecodeSettings, SamplerSettings, Temperature
+from loopfix.records import MAX_PROMPTS, DecodeSettings, SamplerSettings, Temperature
+from loopfix.urls import ModelReference
 
 __all__ = ["ConfigMismatchError", "NothingGeneratedError", "ScanConfig"]
 
@@ -44,9 +45,13 @@ class ScanConfig(SamplerSettings):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    model: str = Field(description="folder, hub id, loopfix:NAME, or a base URL (openai)")
+    model: ModelReference = Field(
+        description="folder, hub id, loopfix:NAME, or a base URL (openai)"
+    )
     suite: str = Field("stargraph", description="built-in suite name or JSON-lines file")
-    n: int | None = Field(None, ge=1, description="items of the suite (built-in default: 50)")
+    n: int | None = Field(
+        None, ge=1, le=MAX_PROMPTS, description="items of the suite (built-in default: 50)"
+    )
     temperatures: list[Temperature] = Field(
         [0.0, 0.6, 1.0], min_length=1, description="sampling temperatures; 0 = greedy"
     )

@@ -25,7 +25,7 @@ from loopfix.suites import SuiteItem
 __all__ = [
     "check_run_identity",
     "model_files",
-    "record_downloaded_files",
+    "record_run_identity",
     "run_identity",
     "suite_sha256",
 ]
@@ -129,13 +129,12 @@ def _differences(stored: dict[str, Any], identity: dict[str, Any]) -> list[str]:
 def check_run_identity(
     config: ScanConfig, items: list[SuiteItem], out: Path, has_records: bool
 ) -> dict[str, Any]:
-    """Write the run's identity on first use; refuse a different or missing one once records
-    exist (a run that failed before storing anything is simply replaced). Returns it."""
+    """The run's identity; refuse a different or missing one once records exist (a run that
+    failed before storing anything is simply replaced). `record_run_identity` writes it once the
+    model has loaded, so a model that fails to load leaves no scan.json."""
     path = out / "scan.json"
     if not has_records:
-        identity = run_identity(config, items)
-        write_json_atomic(path, identity)
-        return identity
+        return run_identity(config, items)
     if not path.is_file():
         raise ConfigMismatchError(
             f"{out} holds records but no scan.json: which model, suite and settings made them "
@@ -155,11 +154,9 @@ def check_run_identity(
     return identity
 
 
-def record_downloaded_files(config: ScanConfig, out: Path, identity: dict[str, Any]) -> None:
-    """After the backend loaded: a hub model first seen by this run has files now; store their
-    fingerprint, so that a resume compares them (a run never keeps an unknown model)."""
-    if identity["model_files"] is not None:
-        return
-    files = model_files(config)
-    if files is not None:
-        write_json_atomic(out / "scan.json", {**identity, "model_files": files})
+def record_run_identity(config: ScanConfig, out: Path, identity: dict[str, Any]) -> None:
+    """After the backend loaded, write scan.json; a hub model first seen by this run has files
+    now, so their fingerprint joins it (a resume compares them: a run never keeps an unknown
+    model)."""
+    files = identity["model_files"] if identity["model_files"] is not None else model_files(config)
+    write_json_atomic(out / "scan.json", {**identity, "model_files": files})

@@ -2,8 +2,9 @@
 
 Steps:
 1. Load the suite; refuse a run directory that holds another configuration, suite content or
-   model files, or records without an identity; record this one (scan.json).
-2. Open the backend (a hub model's files, downloaded now, join the identity).
+   model files, or records without an identity.
+2. Open the backend; record the run's identity (scan.json; a hub model's files, downloaded now,
+   join it), so a model that fails to load leaves nothing behind.
 3. Render each prompt once; with no cap given, take what fits the model (`cap.py`); flag the
    prompts that do not fit its context (never truncated).
 4. For each decode setting, hand the backend every chunk that still lacks a record; judge each
@@ -29,7 +30,7 @@ from loopfix.scan.backend import open_backend
 from loopfix.scan.cap import Cap, fitting_cap
 from loopfix.scan.config import NothingGeneratedError, ScanConfig
 from loopfix.scan.detection import scan_detect_config
-from loopfix.scan.identity import check_run_identity, record_downloaded_files
+from loopfix.scan.identity import check_run_identity, record_run_identity
 from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
@@ -177,8 +178,8 @@ def run_scan(
     )
     own_backend = backend is None
     backend = backend or open_backend(config)
-    record_downloaded_files(config, out, identity)
     try:
+        record_run_identity(config, out, identity)
         warnings = scan_warnings(config, backend)
         prepared, cap = prepare_items(items, backend, config)
         notes = [] if config.max_new_tokens is not None else [cap.note()]
