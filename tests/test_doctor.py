@@ -72,6 +72,12 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     assert set(summary["stages"]) == {"measure", "guards", "repair", "consistency"}
     assert all(cost["peak_rss_mib"] > 0 for cost in summary["stages"].values())
     assert any(line.startswith("[measure]") and "peak memory" in line for line in lines)
+    # Every stage tells its progress as it goes (issue 37: minutes of silence in a log).
+    n = settings[0]["n"]
+    for label in ("measure", "guard none T=0", "guard dry T=0", "guard rescue T=0"):
+        assert any(line.startswith(f"  {label}: 0/") for line in lines), label
+    assert f"  measure: {3 * n}/{3 * n} samples" in " ".join(lines)
+    assert any(line.startswith(f"  {check}: ") for check in CHEAP_CHECKS for line in lines)
     report = (out / "report.md").read_text()
     assert f"{settings[0]['loop_rate']:.1%}" in report and verify["verdict"] in report
     assert f"T={advice['temperature']:g}, guard `{advice['guard']}`" in report

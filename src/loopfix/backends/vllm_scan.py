@@ -26,9 +26,9 @@ import loopfix
 from loopfix.atomic import write_text_atomic
 from loopfix.backends.base import BackendError
 from loopfix.backends.vllm import cpu_process_env
+from loopfix.progress import Progress
 from loopfix.repair.stages import note_peak, peak_rss_mib
 from loopfix.scan.config import ScanConfig
-from loopfix.scan.run import Progress
 
 __all__ = ["MESSAGE_PREFIX", "VLLMScanFailed", "scan_under_vllm"]
 

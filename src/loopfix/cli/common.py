@@ -3,17 +3,20 @@ the one-line errors."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as ProgressBars
 from rich.table import Table
 
 from loopfix.errors import LoopfixError, one_line
+from loopfix.progress import Progress, ProgressFactory, line_progress
 
 try:  # newer typer carries its own copy of click, whose exceptions are not click's classes
     from typer._click.exceptions import UsageError
@@ -123,8 +126,8 @@ def narrow_table(
     return table
 
 
-def progress_bar() -> Progress:
-    return Progress(
+def progress_bar() -> ProgressBars:
+    return ProgressBars(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
@@ -133,6 +136,30 @@ def progress_bar() -> Progress:
         console=console,
         transient=True,
     )
+
+
+@contextmanager
+def work_progress() -> Iterator[ProgressFactory]:
+    """Progress of the work a verb starts, one `Progress` per label: a bar each on a terminal,
+    elsewhere (a log, a pipe, CI) plain lines (`line_progress`), so long work is never silent."""
+    if not console.is_terminal:
+        yield lambda label: line_progress(
+            label, lambda line: console.print(line, markup=False, soft_wrap=True)
+        )
+        return
+    with progress_bar() as bars:
+
+        def for_label(label: str) -> Progress:
+            task = bars.add_task(label, total=None)
+
+            def on_progress(advance: int, total: int | None) -> None:
+                if total is not None:
+                    bars.update(task, total=total)
+                bars.advance(task, advance)
+
+            return on_progress
+
+        yield for_label
 
 
 def parse_list(text: str) -> list[str]:

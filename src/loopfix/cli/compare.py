@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, narrow_table
+from loopfix.cli.common import console, examples, narrow_table, work_progress
 from loopfix.cli.options import build, option
 from loopfix.scan.config import ScanConfig
 from loopfix.scan.guard_config import CompareConfig
@@ -73,7 +73,8 @@ def compare_command(
     scan = build(ScanConfig, {**values, "model": model})
     guard_args = parse_guard_args(guard_arg or [])
     config = build(CompareConfig, {"scan": scan, "guards": guards, "guard_args": guard_args})
-    result = run_compare(config)
+    with work_progress() as progress:
+        result = run_compare(config, progress)
     console.print(compare_table(result))
     for note in result.notes:
         console.print(note, markup=False)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from loopfix.cli.common import at_least, console, parse_list, parse_temperatures, progress_bar
+from loopfix.cli.common import at_least, console, parse_list, parse_temperatures, work_progress
 from loopfix.doctor.config import DoctorConfig
 
 _FIELDS = DoctorConfig.model_fields
@@ -82,18 +82,11 @@ def doctor_command(
     )
     if threads is not None:
         torch.set_num_threads(threads)
-    with progress_bar() as progress:
-        task = progress.add_task("measure", total=None)
-
-        def on_progress(done: int, total: int | None) -> None:
-            if total is not None:
-                progress.update(task, total=total)
-            progress.advance(task, done)
-
+    with work_progress() as progress:
         result = run_doctor(
             config,
             report=lambda line: console.print(line, markup=False, soft_wrap=True),
-            on_progress=on_progress,
+            progress=progress,
         )
     advice = result.recommendation
     for line in (

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import OptionError, console, examples, narrow_table, progress_bar
+from loopfix.cli.common import OptionError, console, examples, narrow_table, work_progress
 from loopfix.cli.options import build, option
 from loopfix.scan.config import ScanConfig
 
@@ -120,15 +120,8 @@ def _run(config: Any) -> None:
     from loopfix.scan import run_scan
 
     try:
-        with progress_bar() as progress:
-            task = progress.add_task("scanning", total=None)
-
-            def on_progress(advance: int, total: int | None) -> None:
-                if total is not None:
-                    progress.update(task, total=total)
-                progress.advance(task, advance)
-
-            result = run_scan(config, on_progress=on_progress)
+        with work_progress() as progress:
+            result = run_scan(config, on_progress=progress("scanning"))
     except KeyboardInterrupt:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None

@@ -26,6 +26,7 @@ import json
 import platform
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -48,9 +49,9 @@ from loopfix.doctor.stages import (
     measure_stage,
     repair_stage,
 )
+from loopfix.progress import ProgressFactory, line_progress
 from loopfix.repair import RepairConfig
 from loopfix.repair.stages import StageClock
-from loopfix.scan.run import Progress
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -118,29 +119,38 @@ def _versions() -> dict[str, str]:
 def run_doctor(
     config: DoctorConfig,
     report: Callable[[str], None] = print,
-    on_progress: Progress | None = None,
+    progress: ProgressFactory | None = None,
     repair_config: RepairConfig | None = None,
 ) -> DoctorResult:
     """Run (or continue) the doctor `config` describes; see the module docstring for the
-    steps. `report` gets the stage lines; `on_progress` the measure scan's progress;
-    `repair_config` replaces the repair's derived settings."""
+    steps. `report` gets the stage lines and the repair's progress; `progress` (by default
+    lines through `report`) the measure scan's and each guard's; `repair_config` replaces the
+    repair's derived settings."""
+    if progress is None:
+        progress = partial(line_progress, report=report)
     _check_identity(config)
     clock = StageClock(report)
     cache = _StageCache(config.out, clock, report)
 
     measured = cache.run(
-        "measure", lambda: measure_stage(config, on_progress, report), MeasureStage.from_dict
+        "measure",
+        lambda: measure_stage(config, progress("measure"), report),
+        MeasureStage.from_dict,
     )
     # The measured config has every default filled; a moved OUT keeps working from where it is.
     final = DoctorConfig.model_validate({**measured.config, "out": config.out})
-    guards = cache.run("guards", lambda: guard_stage(final, measured), GuardStage.from_dict)
+    guards = cache.run(
+        "guards", lambda: guard_stage(final, measured, progress), GuardStage.from_dict
+    )
     repair = cache.run(
         "repair",
         lambda: repair_stage(final, measured, report, repair_config),
         RepairStage.from_dict,
     )
     consistency = cache.run(
-        "consistency", lambda: consistency_stage(final, measured), ConsistencyStage.from_dict
+        "consistency",
+        lambda: consistency_stage(final, measured, report),
+        ConsistencyStage.from_dict,
     )
     result = DoctorResult(
         model=config.model,

@@ -23,9 +23,9 @@ from loopfix.doctor.result import (
     RepairStage,
 )
 from loopfix.errors import LoopfixError
+from loopfix.progress import Progress, ProgressFactory
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
-from loopfix.scan.run import Progress
 from loopfix.urls import is_url
 
 __all__ = [
@@ -173,7 +173,9 @@ def _measured(
     )
 
 
-def guard_stage(config: DoctorConfig, measure: MeasureStage) -> GuardStage:
+def guard_stage(
+    config: DoctorConfig, measure: MeasureStage, progress: ProgressFactory | None = None
+) -> GuardStage:
     if is_url(config.model):
         return GuardStage(None, None, [], "the guards run in-process; a server applies its own")
     if measure.loops == 0:
@@ -187,11 +189,13 @@ def guard_stage(config: DoctorConfig, measure: MeasureStage) -> GuardStage:
     compare = CompareConfig(
         scan=scan_config(config, folder, [temperature]), guards=config.guards or ["none"]
     )
-    entries = run_compare(compare).to_dict()["entries"]
+    entries = run_compare(compare, progress).to_dict()["entries"]
     return GuardStage(temperature, str(folder), entries, None)
 
 
-def consistency_stage(config: DoctorConfig, measure: MeasureStage) -> ConsistencyStage:
+def consistency_stage(
+    config: DoctorConfig, measure: MeasureStage, report: Callable[[str], None] = print
+) -> ConsistencyStage:
     if not config.consistency:
         return ConsistencyStage(None, {}, "not asked for (--no-consistency)")
     if config.quick:
@@ -219,7 +223,10 @@ def consistency_stage(config: DoctorConfig, measure: MeasureStage) -> Consistenc
         # which the doctor cannot change; `loopfix consistency` still runs it.
         compare_threads=False,
     )
-    result = run_consistency(settings)
+    result = run_consistency(
+        settings,
+        on_check=lambda check: report(f"  {check.name}: {check.status}, {check.seconds:.0f} s"),
+    )
     paths = write_consistency(result, config.out / CONSISTENCY_DIR)
     statuses: dict[str, str] = {}
     for check in result.checks:

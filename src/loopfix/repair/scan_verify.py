@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.hf import HFBackend
+from loopfix.progress import line_progress
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.stages import scan_progress
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.stats import mcnemar_exact
@@ -106,7 +106,7 @@ class ScanPrompts:
                 "out": out,
             }
         )
-        progress = None if self.report is None else scan_progress(out.name, self.report)
+        progress = None if self.report is None else line_progress(out.name, self.report)
         run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size), progress)
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 

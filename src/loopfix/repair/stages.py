@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["StageClock", "note_peak", "peak_rss_mib", "scan_progress"]
+__all__ = ["StageClock", "note_peak", "peak_rss_mib"]
 
 _STATUS, _CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 _open_peaks: list[float] = []  # the largest peak read so far inside each open stage
@@ -73,27 +73,3 @@ class StageClock:
             "total_seconds": round(sum(self.seconds.values()), 2),
             "peak_rss_mib": self.peak_mib,
         }
-
-
-def scan_progress(
-    label: str, report: Callable[[str], None], every: float = 60.0
-) -> Callable[[int, int | None], None]:
-    """A `run_scan` progress callback that reports `label: done/total samples, seconds` at the
-    start, at most once a minute, and at the end (a real model's scan runs for minutes)."""
-    started, last = time.perf_counter(), [0.0]
-    counts = {"done": 0, "total": 0}
-
-    def on_progress(advance: int, total: int | None) -> None:
-        if total is not None:
-            counts["total"] = total
-            if total == 0:  # a resumed scan with nothing left to generate
-                report(f"  {label}: every sample already recorded")
-                return
-        counts["done"] += advance
-        now = time.perf_counter() - started
-        if advance and now - last[0] < every and counts["done"] < counts["total"]:
-            return
-        last[0] = now
-        report(f"  {label}: {counts['done']}/{counts['total']} samples, {now:.0f} s")
-
-    return on_progress

@@ -30,6 +30,7 @@ from loopfix.backends.base import Backend, dtype_name
 from loopfix.backends.timed import TimedBackend
 from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.registry import guard_names, parse_guards
+from loopfix.progress import ProgressFactory
 from loopfix.records import read_samples
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
@@ -125,11 +126,18 @@ class _Engines:
         )
 
 
-def _run_one(config: CompareConfig, spec: str, temperature: float, engines: _Engines) -> Path:
+def _run_one(
+    config: CompareConfig,
+    spec: str,
+    temperature: float,
+    engines: _Engines,
+    progress: ProgressFactory | None,
+) -> Path:
     out = Path(config.scan.out) / "runs" / spec / f"T{temperature:g}"
     scan = config.scan.model_copy(update={"temperatures": [temperature], "out": out})
     backend = TimedBackend(engines.backend(spec))
-    result = run_scan(scan, backend=backend)
+    on_progress = None if progress is None else progress(f"guard {spec} T={temperature:g}")
+    result = run_scan(scan, backend=backend, on_progress=on_progress)
     timing = _read_json(out / "timing.json", {"tokens": 0, "seconds": 0.0})
     if result.generated:  # a resumed run adds what it generated to what was timed before
         timing = {
@@ -228,8 +236,9 @@ def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEnt
     )
 
 
-def run_compare(config: CompareConfig) -> CompareResult:
-    """Run (or resume) the comparison; see the module docstring for the steps."""
+def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) -> CompareResult:
+    """Run (or resume) the comparison; see the module docstring for the steps. `progress`
+    gives each guard's scan its progress callback."""
     from loopfix.report.guard_comparison import write_compare_report
 
     guards = _check(config)
@@ -237,7 +246,7 @@ def run_compare(config: CompareConfig) -> CompareResult:
     entries = []
     notes: list[str] = []
     for temperature in config.scan.temperatures:
-        runs = {spec: _run_one(config, spec, temperature, engines) for spec in guards}
+        runs = {spec: _run_one(config, spec, temperature, engines, progress) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
         notes = _read_json(runs[BASELINE] / "summary.json", {})["notes"]
     result = CompareResult(

@@ -16,7 +16,6 @@ Steps:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from loopfix.atomic import check_output_path, write_json_atomic
 from loopfix.backends.base import Backend, Request
 from loopfix.detect import DetectConfig
+from loopfix.progress import Progress
 from loopfix.records import DecodeSettings, Sample, SampleStore, read_samples
 from loopfix.report import write_report
 from loopfix.scan.backend import open_backend
@@ -39,9 +39,6 @@ from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids, supports_thinking
 
 __all__ = ["ScanResult", "prepare_items", "run_scan", "scan_warnings", "write_outputs"]
-
-Progress = Callable[[int, int | None], None]
-"""Called with (samples just finished, total samples to generate when it is known)."""
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from loopfix.backends.hf import HFBackend
 from loopfix.errors import one_line
 from loopfix.models import ModelLoadError, resolve_model_path
+from loopfix.progress import line_progress
 from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
-from loopfix.repair.stages import StageClock, scan_progress
+from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
 from loopfix.suites import BUILTIN_SUITES, SuiteItem, load_suite
@@ -78,7 +79,7 @@ def own_scan(
         out=out / "scan",
     )
     backend = HFBackend(model, tokenizer, batch_size=config.gen_batch_size)
-    run_scan(scan, backend, scan_progress("scan", report))
+    run_scan(scan, backend, line_progress("scan", report))
     return scan.out / "records.jsonl"
 
 
