@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from loopfix.cli.common import OptionError, console, errors, fail
+from loopfix.cli.options import flag
 
 if TYPE_CHECKING:
     from loopfix.detect import DetectConfig
@@ -27,15 +28,26 @@ def register(app: typer.Typer) -> None:
     app.command("clean")(clean_command)
 
 
-def _config(min_repeats: int | None, min_span: int | None, semantic: str) -> DetectConfig:
+def _check_range(name: str, value: int) -> None:
+    """Refuse a count option outside the range its `DetectConfig` field allows, naming the
+    option and the range, before any input is read (a huge value would otherwise overflow deep
+    inside a tier)."""
     from loopfix.detect import DetectConfig
 
-    update: dict[str, object] = {"semantic": semantic}
-    if min_repeats is not None:
-        update["min_repeats"] = min_repeats
-    if min_span is not None:
-        update["min_span"] = min_span
-    return DetectConfig(**update)  # type: ignore[arg-type]
+    bounds = DetectConfig.model_json_schema()["properties"][name]
+    low, high = bounds["minimum"], bounds["maximum"]
+    if not low <= value <= high:
+        raise OptionError(f"{flag(name)}: must be from {low} to {high}, got {value}")
+
+
+def _config(semantic: str, **counts: int | None) -> DetectConfig:
+    """The detector's settings: `semantic`, and each count option given (None: the default)."""
+    from loopfix.detect import DetectConfig
+
+    given = {name: value for name, value in counts.items() if value is not None}
+    for name, value in given.items():
+        _check_range(name, value)
+    return DetectConfig(semantic=semantic, **given)  # type: ignore[arg-type]
 
 
 def _decoding(value: str) -> Decoding:
@@ -57,7 +69,8 @@ def detect_command(
     path: Annotated[str, typer.Argument(help=".txt or .jsonl file, or - for stdin")],
     field: Annotated[str, typer.Option(help="JSONL field holding the text")] = "text",
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="write one JSON object per input")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="also write one JSON object per input to OUT"),
     ] = None,
     fail_on_loop: Annotated[
         bool, typer.Option(help="exit 1 if any input loops, 2 if any could not be checked (CI)")
@@ -71,9 +84,11 @@ def detect_command(
     ] = None,
     decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
 ) -> None:
-    """Find generation loops in model outputs and print id, looping, kind, onset, period, repeats,
-    the deciding evidence and its score (an OpenAI choice or record with finish_reason "length"
-    counts as cut at the token limit).
+    """Find generation loops in model outputs and print id, line, looping, kind, onset, period,
+    repeats, the deciding evidence and its score. A JSONL row's id is the record's `id` or
+    `prompt_id` (else its line number), followed by the field for an OpenAI choice; line is its
+    line in the file. An OpenAI choice or record with finish_reason "length" counts as cut at the
+    token limit.
 
     Example: loopfix detect outputs.jsonl --field text --json verdicts.jsonl --fail-on-loop
     """
@@ -81,12 +96,13 @@ def detect_command(
     from loopfix.detect import detect_text
     from loopfix.detect.inputs import InputError, read_inputs
 
-    config = _config(min_repeats, min_span, semantic)
+    config = _config(semantic, min_repeats=min_repeats, min_span=min_span)
     policy = _decoding(decoding)
     if json_out is not None:
         check_output_path(json_out, *([] if path == "-" else [path]))
     table = Table(title=f"loops in {path}")
     table.add_column("id", no_wrap=True)
+    table.add_column("line", justify="right")
     for column in ("looping", "kind", "onset", "period", "repeats", "decided_by", "score"):
         table.add_column(column, justify="left" if column == "kind" else "right")
     rows: list[dict[str, object]] = []
@@ -96,7 +112,12 @@ def detect_command(
             unreadable.append(item)
             continue
         verdict = detect_text(item.text, config=config, cut=item.cut)
-        row = {"id": item.id, "looping": verdict.looping, "kind": verdict.kind}
+        row: dict[str, object] = {
+            "id": item.id,
+            "line": item.line,
+            "looping": verdict.looping,
+            "kind": verdict.kind,
+        }
         row.update(onset=verdict.onset, period=verdict.period, repeats=verdict.repeats)
         row.update(decided_by=verdict.decided_by, score=verdict.score)
         rows.append(row)
@@ -140,7 +161,7 @@ def clean_command(
 
     if mode not in ("drop", "cut"):
         raise OptionError(f"--mode: choose drop or cut, got {mode!r}")
-    config = _config(None, None, semantic)
+    config = _config(semantic)
     policy = _decoding(decoding)
     check_output_path(out, data)
     report = CleanReport()
