@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from loopfix.detect.config import COUNT_LIMIT
 from loopfix.errors import LoopfixError
 
 FieldPath = tuple[str | int, ...]
@@ -38,13 +39,15 @@ class EmptyInputError(LoopfixError):
 @dataclass(frozen=True)
 class TextInput:
     """One text to check: its display id, where it sits in its record, and the text; `cut` when
-    the record says whether the text was cut at the token limit (`finish_reason`)."""
+    the record says whether the text was cut at the token limit (`finish_reason`), `cap` when it
+    says the generation cap (`settings.max_new_tokens` of a loopfix scan record)."""
 
     id: str
     text: str
     line: int | None = None
     path: FieldPath = ()
     cut: bool | None = None
+    cap: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,16 @@ def text_cut(data: Any, path: FieldPath, last_of_choice: bool) -> bool | None:
         reason = data["choices"][path[1]].get("finish_reason") if last_of_choice else "stop"
     else:
         reason = data.get("finish_reason")
-    return None if not isinstance(reason, str) else reason == "length"
+    # "repetition" (a server or the cut guard ended a loop) is cut as the scan judges it.
+    return None if not isinstance(reason, str) else reason in ("length", "repetition")
+
+
+def record_cap(data: Any) -> int | None:
+    """The generation cap a loopfix scan record was decoded under, when it holds a usable one."""
+    settings = data.get("settings") if isinstance(data, dict) else None
+    cap = settings.get("max_new_tokens") if isinstance(settings, dict) else None
+    usable = isinstance(cap, int) and not isinstance(cap, bool) and 1 <= cap <= COUNT_LIMIT
+    return cap if usable else None
 
 
 def path_name(path: FieldPath) -> str:
@@ -193,13 +205,13 @@ def read_records(
             yield data
             continue
         record = Record(number, raw, data)
-        base = _record_id(data, number)
+        base, cap = _record_id(data, number), record_cap(data)
         found = record_texts(data, text_field)
         for index, (path, text) in enumerate(found):
             label = base if path == (text_field,) else f"{base}:{path_name(path)}"
             last = index + 1 == len(found) or found[index + 1][0][:2] != path[:2]
             cut = text_cut(data, path, last)
-            record.texts.append(TextInput(label, text, number, path, cut))
+            record.texts.append(TextInput(label, text, number, path, cut, cap))
         yield record if record.texts else InputError(number, None, _no_text(data, text_field))
 
 
