@@ -58,6 +58,7 @@ def test_detect_jsonl_with_a_bad_line(app, tmp_path):
     ]
     assert set(rows[1]) == {
         "id",
+        "line",
         "looping",
         "kind",
         "onset",

@@ -7,7 +7,9 @@ any input went unchecked, since a gate must not pass what it did not see.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +17,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from loopfix.cli.common import OptionError, console, errors, fail
+from loopfix.cli.common import OptionError, console, errors, fail, narrow_table
+from loopfix.cli.options import flag
 
 if TYPE_CHECKING:
     from loopfix.detect import DetectConfig
@@ -27,15 +30,38 @@ def register(app: typer.Typer) -> None:
     app.command("clean")(clean_command)
 
 
-def _config(min_repeats: int | None, min_span: int | None, semantic: str) -> DetectConfig:
+def _check_range(name: str, value: int) -> None:
+    """Refuse a count option outside the range its `DetectConfig` field allows, naming the
+    option and the range, before any input is read (a huge value would otherwise overflow deep
+    inside a tier)."""
     from loopfix.detect import DetectConfig
 
-    update: dict[str, object] = {"semantic": semantic}
-    if min_repeats is not None:
-        update["min_repeats"] = min_repeats
-    if min_span is not None:
-        update["min_span"] = min_span
-    return DetectConfig(**update)  # type: ignore[arg-type]
+    bounds = DetectConfig.model_json_schema()["properties"][name]
+    low, high = bounds["minimum"], bounds["maximum"]
+    if not low <= value <= high:
+        raise OptionError(f"{flag(name)}: must be from {low} to {high}, got {value}")
+
+
+def _configs(semantic: str, **counts: int | None) -> Callable[[int | None], DetectConfig]:
+    """The detector's settings for a text by its generation cap: a loopfix scan record's
+    (`settings.max_new_tokens`) gets the scan's settings for that cap (`scan_detect_config`: a
+    shorter periodic span and n-gram metric, which a short output could never reach otherwise),
+    so that `detect` repeats the record's `loop.looping`; a text without a cap gets the defaults.
+    `semantic` and each count option given (None: not given) apply to every text."""
+    from loopfix.detect import DetectConfig
+    from loopfix.scan.detection import scan_detect_config
+
+    given = {name: value for name, value in counts.items() if value is not None}
+    for name, value in given.items():
+        _check_range(name, value)
+
+    @functools.cache
+    def config(cap: int | None) -> DetectConfig:
+        scan = {} if cap is None else scan_detect_config(cap).model_dump(exclude_unset=True)
+        return DetectConfig(**{**scan, "semantic": semantic, **given})  # type: ignore[arg-type]
+
+    config(None)  # a bad --semantic is refused before any input is read
+    return config
 
 
 def _decoding(value: str) -> Decoding:
@@ -49,6 +75,19 @@ def _report_unreadable(source: object, unreadable: list[InputError]) -> None:
         errors.print(f"[red]error[/red] {escape(f'{source}: {error}')}", highlight=False)
 
 
+VERDICT_COLUMNS = (
+    ("id", "id"),
+    ("line", "line"),
+    ("loop", "looping"),
+    ("kind", "kind"),
+    ("onset", "onset"),
+    ("per", "period"),
+    ("reps", "repeats"),
+    ("by", "decided_by"),
+    ("score", "score"),
+)
+"""(header, full name) of the verdict table, short enough for 80 columns; the full names are
+the keys of each `--json` row."""
 SEMANTIC_HELP = "semantic tier: off, lexical, embedding (needs the semantic extra) or auto"
 ERRORS_HELP = "bytes that are not UTF-8: strict (report the line) or replace (decode as U+FFFD)"
 
@@ -57,7 +96,8 @@ def detect_command(
     path: Annotated[str, typer.Argument(help=".txt or .jsonl file, or - for stdin")],
     field: Annotated[str, typer.Option(help="JSONL field holding the text")] = "text",
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="write one JSON object per input")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="also write one JSON object per input to OUT"),
     ] = None,
     fail_on_loop: Annotated[
         bool, typer.Option(help="exit 1 if any input loops, 2 if any could not be checked (CI)")
@@ -71,9 +111,11 @@ def detect_command(
     ] = None,
     decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
 ) -> None:
-    """Find generation loops in model outputs and print id, looping, kind, onset, period, repeats,
-    the deciding evidence and its score (an OpenAI choice or record with finish_reason "length"
-    counts as cut at the token limit).
+    """Find generation loops in model outputs and print id, line, looping, kind, onset, period,
+    repeats, the deciding evidence and its score. A JSONL row's id is the record's `id` or
+    `prompt_id` (else its line number), followed by the field for an OpenAI choice; line is its
+    line in the file. An OpenAI choice or record with finish_reason "length" counts as cut at the
+    token limit.
 
     Example: loopfix detect outputs.jsonl --field text --json verdicts.jsonl --fail-on-loop
     """
@@ -81,32 +123,38 @@ def detect_command(
     from loopfix.detect import detect_text
     from loopfix.detect.inputs import InputError, read_inputs
 
-    config = _config(min_repeats, min_span, semantic)
+    configs = _configs(semantic, min_repeats=min_repeats, min_span=min_span)
     policy = _decoding(decoding)
     if json_out is not None:
         check_output_path(json_out, *([] if path == "-" else [path]))
-    table = Table(title=f"loops in {path}")
-    table.add_column("id", no_wrap=True)
-    for column in ("looping", "kind", "onset", "period", "repeats", "decided_by", "score"):
-        table.add_column(column, justify="left" if column == "kind" else "right")
     rows: list[dict[str, object]] = []
     unreadable: list[InputError] = []
+    looping_cut: int | None = None  # None: no input says whether it was cut
     for item in read_inputs(path, field, policy):
         if isinstance(item, InputError):
             unreadable.append(item)
             continue
-        verdict = detect_text(item.text, config=config, cut=item.cut)
-        row = {"id": item.id, "looping": verdict.looping, "kind": verdict.kind}
+        verdict = detect_text(item.text, config=configs(item.cap), cut=item.cut)
+        if item.cut is not None:
+            looping_cut = (looping_cut or 0) + (verdict.looping and item.cut)
+        row: dict[str, object] = {
+            "id": item.id,
+            "line": item.line,
+            "looping": verdict.looping,
+            "kind": verdict.kind,
+        }
         row.update(onset=verdict.onset, period=verdict.period, repeats=verdict.repeats)
         row.update(decided_by=verdict.decided_by, score=verdict.score)
         rows.append(row)
-        table.add_row(*("" if value is None else str(value) for value in row.values()))
     _report_unreadable(path, unreadable)
     if not rows:
         fail(f"{path}: nothing checked ({len(unreadable)} unreadable lines, listed above)")
-    console.print(table)
+    cells = [["" if value is None else str(value) for value in row.values()] for row in rows]
+    console.print(narrow_table(f"loops in {path}", VERDICT_COLUMNS, cells))
     looping = sum(bool(row["looping"]) for row in rows)
-    console.print(f"{len(rows)} inputs, {looping} looping, {len(unreadable)} unreadable lines")
+    # A scan's loops are the looping outputs cut at the cap: said where the records tell cuts.
+    cut = "" if looping_cut is None else f" ({looping_cut} cut at the token limit while looping)"
+    console.print(f"{len(rows)} inputs, {looping} looping{cut}, {len(unreadable)} unreadable lines")
     if json_out is not None:
         lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         write_text_atomic(json_out, "".join(lines))
@@ -140,7 +188,7 @@ def clean_command(
 
     if mode not in ("drop", "cut"):
         raise OptionError(f"--mode: choose drop or cut, got {mode!r}")
-    config = _config(None, None, semantic)
+    config = _configs(semantic)(None)
     policy = _decoding(decoding)
     check_output_path(out, data)
     report = CleanReport()

@@ -36,7 +36,7 @@ def _percent(value: float | None) -> str:
 SUMMARY_COLUMNS = (
     ("T", "temperature"),
     ("n", "samples generated"),
-    ("loop", "loop rate"),
+    ("loop", "loop rate (cut at the cap while looping)"),
     ("paper", "paper-metric loop rate"),
     ("cut", "cut rate"),
     ("acc", "accuracy"),

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SemanticMode = Literal["off", "lexical", "embedding", "auto"]
+
+COUNT_LIMIT = 2**31 - 1
+"""Largest value of any count setting (tokens, copies, words, lines). The tiers compute in int64
+arrays, where a product of two counts (min_repeats * a period up to max_period) must not
+overflow; no text a detector holds comes near it."""
+Count = Annotated[int, Field(le=COUNT_LIMIT)]
 
 
 class DetectConfig(BaseModel):
@@ -20,24 +26,24 @@ class DetectConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     # Verbatim tier: an exactly periodic tail, and the paper's n-gram metric.
-    max_period: int = Field(
+    max_period: Count = Field(
         512,
         ge=1,
         description="Longest repeating unit, in tokens, the periodic-tail check considers.",
     )
-    min_repeats: int = Field(
+    min_repeats: Count = Field(
         3, ge=2, description="Whole copies of the unit a periodic run must hold."
     )
-    min_span: int = Field(
+    min_span: Count = Field(
         64, ge=1, description="Tokens a periodic run must cover (short units need more copies)."
     )
-    tail_slack: int = Field(
+    tail_slack: Count = Field(
         2,
         ge=0,
         description="Tokens after a periodic run that detect_tokens/detect_text still accept as "
         "its tail (text cut mid-word); find_periodic_tail and LoopMonitor use none.",
     )
-    wordless_min_repeats: int = Field(
+    wordless_min_repeats: Count = Field(
         16,
         ge=2,
         description="Copies a text unit without any word needs (rows of a zero matrix or an "
@@ -46,8 +52,8 @@ class DetectConfig(BaseModel):
     ngram: bool = Field(
         True, description="Also apply the paper's metric: some n-gram occurring ngram_k times."
     )
-    ngram_n: int = Field(30, ge=1, description="n of the n-gram metric (the paper: 30).")
-    ngram_k: int = Field(
+    ngram_n: Count = Field(30, ge=1, description="n of the n-gram metric (the paper: 30).")
+    ngram_k: Count = Field(
         20,
         ge=2,
         description="Occurrences that make an n-gram a loop (the paper: 20 for reasoning "
@@ -56,10 +62,10 @@ class DetectConfig(BaseModel):
 
     # Near tier: periodic once numbers (counters, dates, percentages) are masked.
     near: bool = Field(True, description="Enable the near tier (repetition modulo numbers).")
-    near_min_words: int = Field(
+    near_min_words: Count = Field(
         6, ge=0, description="Words (not numbers or punctuation) a near loop's unit must hold."
     )
-    near_counter_repeats: int = Field(
+    near_counter_repeats: Count = Field(
         120,
         ge=2,
         description="Copies a near loop with fewer words needs; more than the hundred items of a "
@@ -67,48 +73,48 @@ class DetectConfig(BaseModel):
     )
 
     # Flood tier: a short unit flooding a stretch anywhere in the text, not only at its tail.
-    flood_window: int = Field(
+    flood_window: Count = Field(
         40,
         ge=4,
         description="Tokens a flood must fill (a word, phrase or special token repeated, 'prevent "
         "prevent ...', a CJK word between stray digits).",
     )
-    flood_max_types: int = Field(
+    flood_max_types: Count = Field(
         4,
         ge=1,
         description="Distinct tokens a flood window may hold; at least one must be a word or a "
         "special token (zero matrices and table rules are wordless).",
     )
-    flood_char_run: int = Field(
+    flood_char_run: Count = Field(
         20,
         ge=2,
         description="Length of a one-character run inside a token that counts as a "
         "character-level flood ('8888...', 'aaaa...'; letters and digits only).",
     )
-    flood_char_tokens: int = Field(
+    flood_char_tokens: Count = Field(
         3, ge=1, description="Tokens with such a run a character-level flood needs."
     )
 
     # Cut-aware relaxation: used only when the caller says the output was cut at the token limit.
-    cut_min_span: int = Field(
+    cut_min_span: Count = Field(
         24,
         ge=1,
         description="min_span when the output was cut at the token limit (a repeated tail running "
         "to the cut is strong evidence).",
     )
-    cut_wordless_min_repeats: int = Field(
+    cut_wordless_min_repeats: Count = Field(
         8, ge=2, description="wordless_min_repeats when the output was cut at the token limit."
     )
-    cut_near_repeats: int = Field(
+    cut_near_repeats: Count = Field(
         4,
         ge=2,
         description="Copies a near loop running to the cut needs, whatever its numbers do (a "
         "templated line with new numbers each time: 'Step 12: 4800 apples is 9600 apples.').",
     )
-    cut_semantic_min_repeats: int = Field(
+    cut_semantic_min_repeats: Count = Field(
         3, ge=2, description="semantic_min_repeats when the output was cut at the token limit."
     )
-    cut_near_min_words: int = Field(
+    cut_near_min_words: Count = Field(
         2, ge=0, description="Words the unit of a near loop running to the cut must hold."
     )
 
@@ -116,11 +122,11 @@ class DetectConfig(BaseModel):
     segment: bool = Field(
         True, description="Enable the segment tier (line, sentence and block cycles)."
     )
-    segment_max_cycle: int = Field(
+    segment_max_cycle: Count = Field(
         100, ge=1, description="Segments within which a segment must recur to count as cycling."
     )
-    segment_min_repeats: int = Field(3, ge=2, description="Cycles the segment tier needs.")
-    segment_min_words: int = Field(
+    segment_min_repeats: Count = Field(3, ge=2, description="Cycles the segment tier needs.")
+    segment_min_words: Count = Field(
         8, ge=1, description="Words one cycle must hold (segment and semantic tiers)."
     )
     max_novelty: float = Field(
@@ -149,11 +155,11 @@ class DetectConfig(BaseModel):
         le=1.0,
         description="Jaccard overlap of content words of restating lines (lexical mode).",
     )
-    semantic_window: int = Field(
+    semantic_window: Count = Field(
         24, ge=1, description="Earlier lines each line is compared with (semantic tier)."
     )
-    semantic_min_repeats: int = Field(4, ge=2, description="Cycles the semantic tier needs.")
-    semantic_max_lines: int = Field(
+    semantic_min_repeats: Count = Field(4, ge=2, description="Cycles the semantic tier needs.")
+    semantic_max_lines: Count = Field(
         400, ge=8, description="Only the last lines are compared (loops live at the tail)."
     )
 
@@ -171,7 +177,7 @@ class DetectConfig(BaseModel):
         description="Share of the text's content words, at its end, that the stagnation check "
         "judges (the tail grows with the text).",
     )
-    stagnation_min_words: int = Field(
+    stagnation_min_words: Count = Field(
         80,
         ge=1,
         description="Content words the tail must hold (shorter outputs are never judged). Chosen "
@@ -210,7 +216,7 @@ class DetectConfig(BaseModel):
     entropy_threshold: float = Field(
         0.3, ge=0.0, description="Entropy (nats) below which a step is low-entropy (seed 001)."
     )
-    entropy_streak: int = Field(
+    entropy_streak: Count = Field(
         3, ge=1, description="Consecutive low-entropy steps that raise the warning (seed 001)."
     )
     flywheel_min_top1: float = Field(

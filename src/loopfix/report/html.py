@@ -2,7 +2,9 @@
 
 Sections: the per-setting table; loop/cut and accuracy against temperature with Wilson
 intervals; length and loop-onset histograms; a per-prompt table whose example output has the
-looping span highlighted.
+looping span highlighted. "Loop" is `is_loop` everywhere (cut at the cap in a repetition, or
+stopped for repetition); a repetition the model left by itself (`loop.looping` true, not cut) is
+counted apart, as the detector's flags, so that no table mixes the two (docs/scan.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
 from loopfix.report.page import page
 from loopfix.report.svg import Series, histogram_chart, rate_chart
+from loopfix.scan.summary import is_loop
 
 __all__ = ["render_report", "write_report"]
 
@@ -39,7 +42,8 @@ def _settings_table(rows: list[dict[str, Any]]) -> str:
     head = (
         "temperature",
         "n",
-        "loop rate",
+        "loop rate (loops)",
+        "detector flags (loop.looping)",
         "paper loop rate (n, k)",
         "cut rate",
         "accuracy",
@@ -55,7 +59,8 @@ def _settings_table(rows: list[dict[str, Any]]) -> str:
         cells = (
             f"{row['temperature']:g}",
             str(row["n"]),
-            _percent(row["loop_rate"], row["loop_rate_ci95"]),
+            f"{_percent(row['loop_rate'], row['loop_rate_ci95'])} ({row['loops']})",
+            str(row["detector_looping"]),
             f"{_percent(row['paper_loop_rate'], row['paper_loop_rate_ci95'])} ({n}, {k})",
             _percent(row["cut_rate"], row["cut_rate_ci95"]),
             _percent(row["accuracy"], row["accuracy_ci95"]),
@@ -76,7 +81,9 @@ def _charts(rows: list[dict[str, Any]], records: list[Sample]) -> str:
         return Series(label, [r[name] for r in rows], [r[f"{name}_ci95"] for r in rows])
 
     generated = [s for s in records if s.finish_reason != "error"]
-    onsets = [s.loop["onset"] for s in generated if s.loop and s.loop.get("looping")]
+    # a server's repetition stop is a loop even where the detector placed none
+    placed = [(s.loop or {}).get("onset") for s in generated if is_loop(s)]
+    onsets = [onset for onset in placed if onset is not None]
     charts = [
         rate_chart(
             "Loops and cuts vs temperature",
@@ -118,11 +125,8 @@ def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
     for sample in records:
         by_prompt.setdefault(sample.prompt_id, []).append(sample)
 
-    def looping(sample: Sample) -> bool:
-        return bool(sample.loop and sample.loop.get("looping"))
-
     # Prompts that loop most come first: they are what a reader came for.
-    order = sorted(by_prompt, key=lambda p: -sum(map(looping, by_prompt[p])))
+    order = sorted(by_prompt, key=lambda p: -sum(map(is_loop, by_prompt[p])))
     head = ["prompt"] + [f"T={t:g} loops · correct" for t in temperatures] + ["example output"]
     lines = ["<table id=prompts><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for prompt_id in order[:MAX_PROMPT_ROWS]:
@@ -132,10 +136,10 @@ def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
             group = [s for s in samples if s.settings["temperature"] == temperature]
             judged = [s for s in group if s.correct is not None]
             cells.append(
-                f"{sum(map(looping, group))}/{len(group)} · "
+                f"{sum(map(is_loop, group))}/{len(group)} · "
                 f"{sum(bool(s.correct) for s in judged)}/{len(judged)}"
             )
-        example = next((s for s in samples if looping(s)), samples[0])
+        example = next((s for s in samples if is_loop(s)), samples[0])
         label = f"T={example.settings['temperature']:g} #{example.sample_index}, "
         length = "?" if example.length is None else example.length
         label += f"{example.finish_reason}, {length} tokens"
@@ -164,8 +168,10 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
     ) + "".join(f"<p>warning: {escape(w)}</p>" for w in summary.get("warnings", []))
     notes += "".join(f"<p>{escape(note)}</p>" for note in summary.get("notes", []))
     about = (
-        f"{summary['records']} records · loop = default detector (or a server's repetition "
-        "stop); paper metric = some n-gram occurs at least k times, n and k scaled for short caps"
+        f"{summary['records']} records · loop = cut at the token cap while the default detector "
+        "finds a loop, or stopped for repetition; detector flags = the detector's verdict "
+        "(loop.looping), repetitions the model left by itself included; paper metric = some "
+        "n-gram occurs at least k times, n and k scaled for short caps"
     )
     return page(
         title,

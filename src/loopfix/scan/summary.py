@@ -1,7 +1,10 @@
 """Per-setting statistics of a run's records: rates with Wilson 95% intervals, and lengths.
 
 Rates are over the samples that were generated (not the over-long prompts, which are counted
-apart, nor requests that failed). `is_loop` is loopfix's one loop definition (docs/metrics.md).
+apart, nor requests that failed). `is_loop` is loopfix's one loop definition (docs/metrics.md):
+`loops` counts it and `loop_rate` is its rate. `detector_looping` counts the records whose
+`loop.looping` is true: the detector found a repetition, which includes the ones the model got
+out of by itself, so `loops` <= `detector_looping` + `server_repetition` (docs/scan.md).
 Accuracy is over the samples a checker judged; `accuracy_non_looping` over the judged samples
 that did not loop. `outcomes` counts each sample's class (`loopfix.scan.outcomes`).
 """
@@ -19,7 +22,10 @@ from loopfix.records import Sample
 from loopfix.scan.detection import paper_ngram
 from loopfix.scan.stats import wilson_interval
 
-__all__ = ["is_loop", "setting_summary", "summarize"]
+__all__ = ["COUNTS", "detector_looping", "is_loop", "setting_summary", "summarize"]
+
+COUNTS = ("loops", "detector_looping")
+"""Per-setting counts that `summarize` also totals over the whole run."""
 
 
 def is_loop(sample: Sample) -> bool:
@@ -30,7 +36,13 @@ def is_loop(sample: Sample) -> bool:
     stopped for repetition), and loop rate <= cut rate + the server's repetition stops."""
     if sample.finish_reason == "repetition":
         return True
-    return sample.finish_reason == "length" and bool((sample.loop or {}).get("looping"))
+    return sample.finish_reason == "length" and detector_looping(sample)
+
+
+def detector_looping(sample: Sample) -> bool:
+    """The record's `loop.looping`: the detector's verdict, whether or not the output ended in
+    the loop (what `loopfix detect` reports for the record)."""
+    return bool((sample.loop or {}).get("looping"))
 
 
 def _rate(name: str, hits: int, n: int) -> dict[str, Any]:
@@ -57,13 +69,16 @@ def setting_summary(samples: list[Sample]) -> dict[str, Any]:
     judged = [s for s in generated if s.correct is not None]
     judged_non_looping = [s for s in judged if not is_loop(s)]
     n = len(generated)
+    loops = sum(map(is_loop, generated))
     return {
         "temperature": settings["temperature"],
         "settings": settings,
         "n": n,
         "overlong": len(overlong),
         "errors": len(samples) - len(overlong) - n,
-        **_rate("loop_rate", sum(map(is_loop, generated)), n),
+        "loops": loops,
+        **_rate("loop_rate", loops, n),
+        "detector_looping": sum(map(detector_looping, generated)),
         **_rate("paper_loop_rate", sum(bool(s.meta.get("paper_loop")) for s in generated), n),
         "paper_ngram": list(paper_ngram(int(settings["max_new_tokens"]))),
         **_rate("cut_rate", sum(s.finish_reason == "length" for s in generated), n),
@@ -83,14 +98,17 @@ def setting_summary(samples: list[Sample]) -> dict[str, Any]:
 
 
 def summarize(records: Iterable[Sample]) -> dict[str, Any]:
-    """`settings`: one summary per decode setting, by temperature; plus the over-long prompts."""
+    """`settings`: one summary per decode setting, by temperature; the run's total of each of
+    `COUNTS`; the over-long prompts."""
     groups: dict[str, list[Sample]] = {}
     for sample in records:
         groups.setdefault(json.dumps(sample.settings, sort_keys=True), []).append(sample)
     ordered = sorted(groups.values(), key=lambda group: group[0].settings["temperature"])
     overlong = sorted({s.prompt_id for g in ordered for s in g if s.meta.get("overlong")})
+    settings = [setting_summary(group) for group in ordered]
     return {
-        "settings": [setting_summary(group) for group in ordered],
+        "settings": settings,
         "records": sum(len(group) for group in ordered),
+        **{count: sum(setting[count] for setting in settings) for count in COUNTS},
         "overlong_prompts": overlong,
     }
