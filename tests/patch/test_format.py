@@ -6,6 +6,7 @@ import torch
 
 from loopfix.patch import PatchFormatError, build_patch, load_patch, patched, save_patch
 from loopfix.patch.format import MANIFEST_NAME, TENSORS_NAME
+from loopfix.patch.manifest import with_hash
 
 from .helpers import fresh, requests_for
 
@@ -52,6 +53,11 @@ def test_broken_patches_are_refused(tmp_path: Path) -> None:
     save_patch(build_patch(model, requests_for(model)), tmp_path)
     manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
     manifest["edits"][0]["columns"][0] = 60
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(PatchFormatError, match="patch.json was edited"):
+        load_patch(tmp_path)
+    # With its hash made to match, the manifest still disagrees with the stored tensors.
+    manifest = with_hash(manifest)
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(PatchFormatError, match="column tensor differs"):
         load_patch(tmp_path)

@@ -224,17 +224,17 @@ _BAD_INPUTS = {
     "out is the input": (
         _unknown_architecture,
         lambda tmp, model: model,
-        "is also an input; write to another path",
+        "is the input",
     ),
     "out exists": (
         lambda path: SOURCE,
         lambda tmp, model: _existing(tmp / "out.gguf"),
-        "out.gguf exists; a GGUF export writes only new files",
+        "out.gguf exists; give a new path (nothing is ever overwritten)",
     ),
     "model card exists": (
         lambda path: SOURCE,
         lambda tmp, model: _existing(tmp / "out.gguf.md").with_suffix(""),
-        "out.gguf.md exists; a GGUF export writes only new files",
+        "out.gguf.md exists; give a new path (nothing is ever overwritten)",
     ),
     "model is a folder": (
         lambda path: fresh("llama").save_pretrained(path) or path,

@@ -64,11 +64,19 @@ def inspect_command(
         console.print_json(json.dumps(loaded.metrics))
 
 
+def _check_out(out: Path, model: str, patch: Path, folder: bool) -> None:
+    """Refuse, before anything loads, an OUT that is or lies inside the model or the patch, or
+    that holds anything already (an export only ever writes new files)."""
+    from loopfix.atomic import check_new_output
+    from loopfix.patch.format import resolve_patch_path
+
+    check_new_output(out, model, resolve_patch_path(patch).parent, folder=folder)
+
+
 def _run(model: str, patch: Path, out: Path, revert: bool, trust_remote_code: bool) -> None:
-    from loopfix.atomic import check_output_path
     from loopfix.patch import export_patched, export_reverted, load_patch
 
-    check_output_path(out, folder=True)
+    _check_out(out, model, patch, folder=True)
     loaded = load_patch(patch)
     export = export_reverted if revert else export_patched
     written = export(model, loaded, out, trust_remote_code=trust_remote_code)
@@ -81,6 +89,7 @@ def _export_gguf(model: str, patch: Path, out: Path, gguf_type: str) -> None:
     from loopfix.patch import load_patch
     from loopfix.patch.gguf_export import card_path, export_patched_gguf
 
+    _check_out(out, model, patch, folder=False)
     source = gguf_source(model)
     if source is None:
         raise OutputError(

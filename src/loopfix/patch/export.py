@@ -5,7 +5,9 @@ Steps of `export_patched` (and `export_reverted`, with the direction swapped):
 2. Apply (or revert) in memory with the hash checks of `apply_patch`.
 3. `save_pretrained` (safetensors) into a temporary folder beside OUT, copy the tokenizer and
    other side files, and write a model card; a patched folder also keeps a copy of the patch
-   under `loopfix_patch/`. The folder is renamed to OUT only when complete.
+   under `loopfix_patch/`. The folder is renamed to OUT only when complete, and only onto a
+   path that does not exist or is an empty folder: an export never deletes a file it did not
+   write, and OUT may not be (or lie inside) the model's folder.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import shutil
 from pathlib import Path
 
 from transformers import AutoModelForCausalLM
+from transformers.utils import SAFE_WEIGHTS_NAME
 
-from loopfix.atomic import atomic_folder, check_output_path
+from loopfix.atomic import atomic_folder, check_new_output, writing
 from loopfix.models import resolve_model_path
 from loopfix.patch.apply import apply_patch, revert_patch
 from loopfix.patch.format import Patch, save_patch
@@ -38,13 +41,14 @@ def _copy_side_files(source: Path, out: Path) -> None:
             and path.name not in _REGENERATED
             and not path.name.endswith(_WEIGHT_SUFFIXES)
         ):
-            shutil.copy2(path, out / path.name)
+            # Content only: a copy made with the source's mode could be the owner's only.
+            shutil.copyfile(path, out / path.name)
 
 
 def _save(model_spec: str, patch: Patch, out: Path, revert: bool, trust_remote_code: bool) -> Path:
     source = resolve_model_path(model_spec)
     out = Path(out)
-    check_output_path(out, source, folder=True)
+    check_new_output(out, model_spec, source, folder=True)
     model = AutoModelForCausalLM.from_pretrained(
         source, dtype="auto", trust_remote_code=trust_remote_code
     )
@@ -52,14 +56,17 @@ def _save(model_spec: str, patch: Patch, out: Path, revert: bool, trust_remote_c
         revert_patch(model, patch)
     else:
         apply_patch(model, patch)
-    with atomic_folder(out) as work:
+    with atomic_folder(out, replace=False) as work:
         _copy_side_files(Path(source), work)
         if not (work / "tokenizer_config.json").is_file():
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
             tokenizer.save_pretrained(work)
-        model.save_pretrained(work, safe_serialization=True)
+        # save_pretrained's errors name no file; it writes one model.safetensors up to 50 GB (a
+        # bigger model's shards are blamed under that name).
+        with writing(work / SAFE_WEIGHTS_NAME):
+            model.save_pretrained(work, safe_serialization=True)
         if not revert:
             save_patch(patch, work / PATCH_COPY_DIR)
         (work / "README.md").write_text(model_card(patch, model_spec, reverted=revert))

@@ -5,20 +5,24 @@ slices, so applying writes stored bits (no recomputation that could round differ
 reverting restores the original bits exactly. The manifest records, per touched tensor, its
 name, shape, dtype and the SHA-256 of the whole tensor before and after, and, per stored slot
 (direction, columns, before, after), the SHA-256 of the slot itself: a patch checks its own
-files when loaded, so damage is blamed on the patch, never on the model. No pickle: tensors go
-through safetensors, everything else is JSON.
+files when loaded, so damage is blamed on the patch, never on the model. The manifest ends with
+`manifest_sha256`, the hash of all its other fields (`loopfix.patch.manifest`), and every field
+is validated on load. No pickle: tensors go through safetensors, everything else is JSON.
 
-Format 1 stored no slot checksums; such patches are refused with a request to re-create them.
+Format 1 stored no slot checksums, format 2 no manifest hash; such patches are refused with a
+request to re-create them.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
@@ -26,6 +30,7 @@ from loopfix.atomic import atomic_writer, write_json_atomic
 from loopfix.errors import LoopfixError
 from loopfix.models.architectures import Orientation
 from loopfix.patch.hashing import tensor_sha256
+from loopfix.patch.manifest import HASH_FIELD, Manifest, ManifestEdit, manifest_sha256, with_hash
 
 __all__ = [
     "MANIFEST_NAME",
@@ -39,10 +44,17 @@ __all__ = [
     "save_patch",
 ]
 
-PATCH_FORMAT = "loopfix.patch/2"
+PATCH_FORMAT = "loopfix.patch/3"
 MANIFEST_NAME = "patch.json"
 TENSORS_NAME = "patch.safetensors"
 _SLOTS = ("direction", "columns", "before", "after")
+# What an older manifest lacked, said when it is refused.
+_OLD_FORMATS = {
+    "loopfix.patch/1": " (format 1 kept no checksums of its stored tensors: re-create the patch "
+    "with `loopfix repair`)",
+    "loopfix.patch/2": " (format 2 kept no hash of its own manifest, so an edited field went "
+    "unnoticed: re-create the patch with `loopfix repair`)",
+}
 
 
 class PatchFormatError(LoopfixError, ValueError):
@@ -101,29 +113,32 @@ class Patch:
         return self.touched_parameters / self.total_parameters
 
     def manifest(self) -> dict[str, Any]:
-        return {
-            "format": PATCH_FORMAT,
-            "base_model": self.base_model,
-            "edits": [
-                {
-                    **edit.manifest(),
-                    "tensors": {
-                        slot: {
-                            "name": _slot_name(index, slot),
-                            "sha256": tensor_sha256(getattr(edit, slot)),
-                        }
-                        for slot in _SLOTS
-                    },
-                }
-                for index, edit in enumerate(self.edits)
-            ],
-            "layers": sorted({edit.layer for edit in self.edits}),
-            "touched_parameters": self.touched_parameters,
-            "total_parameters": self.total_parameters,
-            "touched_fraction": self.touched_fraction,
-            "metrics": self.metrics,
-            "provenance": self.provenance,
-        }
+        """patch.json: the fields, then the hash that covers them all."""
+        return with_hash(
+            {
+                "format": PATCH_FORMAT,
+                "base_model": self.base_model,
+                "edits": [
+                    {
+                        **edit.manifest(),
+                        "tensors": {
+                            slot: {
+                                "name": _slot_name(index, slot),
+                                "sha256": tensor_sha256(getattr(edit, slot)),
+                            }
+                            for slot in _SLOTS
+                        },
+                    }
+                    for index, edit in enumerate(self.edits)
+                ],
+                "layers": sorted({edit.layer for edit in self.edits}),
+                "touched_parameters": self.touched_parameters,
+                "total_parameters": self.total_parameters,
+                "touched_fraction": self.touched_fraction,
+                "metrics": self.metrics,
+                "provenance": self.provenance,
+            }
+        )
 
     def with_metrics(self, metrics: dict[str, Any]) -> Patch:
         return Patch(
@@ -167,40 +182,78 @@ def save_patch(patch: Patch, folder: Path) -> Path:
     return manifest
 
 
-_REQUIRED = ("base_model", "edits", "touched_parameters", "total_parameters")
-_REQUIRED_IN_EDIT = (
-    *("name", "layer", "site", "orientation", "shape", "dtype", "alpha"),
-    *("columns", "sha256_before", "sha256_after", "tensors"),
-)
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON keeps the last of two equal keys: the file would show one value and apply another.
+    repeated = [key for key, count in Counter(key for key, _ in pairs).items() if count > 1]
+    if repeated:
+        raise PatchFormatError(f"a JSON object repeats the key {repeated[0]!r}")
+    return dict(pairs)
 
 
-def _require(data: Any, keys: tuple[str, ...], where: str) -> None:
-    if not isinstance(data, dict):
-        raise PatchFormatError(f"{where} is not a JSON object")
-    missing = [key for key in keys if key not in data]
-    if missing:
-        raise PatchFormatError(f"{where} lacks {', '.join(map(repr, missing))}")
-
-
-def load_patch(path: Path) -> Patch:
-    """Read and check a patch: its manifest's fields, and every stored tensor's checksum."""
-    manifest_path = resolve_patch_path(path)
+def _read_manifest(manifest_path: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = json.loads(
+            manifest_path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicates
+        )
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise PatchFormatError(f"{manifest_path} is not JSON: {error}") from error
-    _require(manifest, ("format",), str(manifest_path))
+    except PatchFormatError as error:
+        raise PatchFormatError(f"{manifest_path}: {error}") from None
+    if not isinstance(manifest, dict):
+        raise PatchFormatError(f"{manifest_path} is not a JSON object")
+    return manifest
+
+
+def _check_format(manifest: dict[str, Any], manifest_path: Path) -> None:
+    if "format" not in manifest:
+        raise PatchFormatError(f"{manifest_path} lacks 'format'")
     if manifest["format"] != PATCH_FORMAT:
         raise PatchFormatError(
             f"{manifest_path} has format {manifest['format']!r}, expected {PATCH_FORMAT!r}"
-            + (
-                " (format 1 kept no checksums of its stored tensors: re-create the patch with "
-                "`loopfix repair`)"
-                if manifest["format"] == "loopfix.patch/1"
-                else ""
-            )
+            + _OLD_FORMATS.get(manifest["format"], "")
         )
-    _require(manifest, _REQUIRED, str(manifest_path))
+
+
+def _location(location: tuple[int | str, ...]) -> str:
+    """("edits", 0, "alpha") -> "edits[0].alpha"."""
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+    return text
+
+
+def _validation_message(error: ValidationError, manifest_path: Path) -> str:
+    """The first problem, naming the file and the field."""
+    problem = error.errors()[0]
+    where = _location(tuple(problem["loc"]))
+    if problem["type"] == "missing":
+        parent, _, name = where.rpartition(".")
+        return f"{manifest_path}{': ' + parent if parent else ''} lacks {name!r}"
+    if problem["type"] == "extra_forbidden":
+        return f"{manifest_path}: {where} is not a field of a patch manifest"
+    shown = repr(problem["input"])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    return f"{manifest_path}: {where or 'the manifest'}: {message} (got {shown})"
+
+
+def load_patch(path: Path) -> Patch:
+    """Read and check a patch: its manifest's fields, the manifest's own hash, and every
+    stored tensor's checksum."""
+    manifest_path = resolve_patch_path(path)
+    raw = _read_manifest(manifest_path)
+    _check_format(raw, manifest_path)
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as error:
+        raise PatchFormatError(_validation_message(error, manifest_path)) from None
+    digest = manifest_sha256(raw)
+    if digest != manifest.manifest_sha256:
+        raise PatchFormatError(
+            f"{manifest_path} was edited: its content has SHA-256 {digest[:16]}..., its "
+            f"{HASH_FIELD} says {manifest.manifest_sha256[:16]}...; re-create or re-copy the "
+            "patch (the model was not touched)"
+        )
     tensors_path = manifest_path.parent / TENSORS_NAME
     try:
         tensors = load_file(str(tensors_path))
@@ -208,64 +261,63 @@ def load_patch(path: Path) -> Patch:
         raise PatchFormatError(
             f"{tensors_path} is damaged (not readable safetensors: {error})"
         ) from error
-    if not isinstance(manifest["edits"], list) or not manifest["edits"]:
-        raise PatchFormatError(f"{manifest_path}: 'edits' must be a non-empty list")
     edits = tuple(
-        _edit(index, entry, tensors, tensors_path) for index, entry in enumerate(manifest["edits"])
+        _edit(index, entry, tensors, tensors_path) for index, entry in enumerate(manifest.edits)
     )
     return Patch(
-        base_model=manifest["base_model"],
+        base_model=manifest.base_model.model_dump(),
         edits=edits,
-        touched_parameters=manifest["touched_parameters"],
-        total_parameters=manifest["total_parameters"],
-        metrics=manifest.get("metrics", {}),
-        provenance=manifest.get("provenance", {}),
+        touched_parameters=manifest.touched_parameters,
+        total_parameters=manifest.total_parameters,
+        metrics=manifest.metrics,
+        provenance=manifest.provenance,
     )
 
 
 def _stored_slot(
-    index: int, entry: dict[str, Any], slot: str, tensors: dict[str, torch.Tensor], path: Path
+    entry: ManifestEdit, slot: str, tensors: dict[str, torch.Tensor], path: Path
 ) -> torch.Tensor:
     """The slot's tensor, refused unless its SHA-256 is the manifest's (the file is damaged)."""
-    stored = entry["tensors"].get(slot) if isinstance(entry["tensors"], dict) else None
-    if not isinstance(stored, dict) or not {"name", "sha256"} <= stored.keys():
-        raise PatchFormatError(f"edit {index} of the manifest lacks tensors.{slot}.name/sha256")
-    if stored["name"] not in tensors:
-        raise PatchFormatError(f"{path} lacks tensor {stored['name']!r}")
-    tensor = tensors[stored["name"]]
+    stored = getattr(entry.tensors, slot)
+    if stored.name not in tensors:
+        raise PatchFormatError(f"{path} lacks tensor {stored.name!r}")
+    tensor = tensors[stored.name]
     digest = tensor_sha256(tensor)
-    if digest != stored["sha256"]:
+    if digest != stored.sha256:
         raise PatchFormatError(
-            f"{path}: tensor {stored['name']!r} has SHA-256 {digest[:16]}..., the manifest says "
-            f"{str(stored['sha256'])[:16]}...: the patch file is damaged (re-create or re-copy "
+            f"{path}: tensor {stored.name!r} has SHA-256 {digest[:16]}..., the manifest says "
+            f"{stored.sha256[:16]}...: the patch file is damaged (re-create or re-copy "
             "it); the model was not touched"
         )
     return tensor
 
 
 def _edit(
-    index: int, entry: dict[str, Any], tensors: dict[str, torch.Tensor], path: Path
+    index: int, entry: ManifestEdit, tensors: dict[str, torch.Tensor], path: Path
 ) -> ColumnEdit:
-    _require(entry, _REQUIRED_IN_EDIT, f"edit {index} of the manifest")
-    slots = {slot: _stored_slot(index, entry, slot, tensors, path) for slot in _SLOTS}
-    width, k = entry["shape"][0 if entry["orientation"] == "out_in" else 1], len(entry["columns"])
-    if slots["columns"].tolist() != entry["columns"]:
+    slots = {slot: _stored_slot(entry, slot, tensors, path) for slot in _SLOTS}
+    if slots["columns"].tolist() != entry.columns:
         raise PatchFormatError(f"edit {index}: column tensor differs from the manifest's columns")
-    for slot in ("before", "after"):
-        if tuple(slots[slot].shape) != (width, k) or str(slots[slot].dtype) != entry["dtype"]:
+    expected = {
+        "direction": ((entry.width,), "torch.float32"),
+        "before": ((entry.width, len(entry.columns)), entry.dtype),
+        "after": ((entry.width, len(entry.columns)), entry.dtype),
+    }
+    for slot, (shape, dtype) in expected.items():
+        if tuple(slots[slot].shape) != shape or str(slots[slot].dtype) != dtype:
             raise PatchFormatError(
-                f"edit {index}: {slot} is {tuple(slots[slot].shape)} {slots[slot].dtype}, "
-                f"expected {(width, k)} {entry['dtype']}"
+                f"{path}: edit {index}: {slot} is {tuple(slots[slot].shape)} "
+                f"{slots[slot].dtype}, expected {shape} {dtype}"
             )
     return ColumnEdit(
-        name=entry["name"],
-        layer=entry["layer"],
-        site=entry["site"],
-        orientation=entry["orientation"],
-        shape=tuple(entry["shape"]),
-        dtype=entry["dtype"],
-        alpha=entry["alpha"],
-        sha256_before=entry["sha256_before"],
-        sha256_after=entry["sha256_after"],
+        name=entry.name,
+        layer=entry.layer,
+        site=entry.site,
+        orientation=entry.orientation,
+        shape=tuple(entry.shape),
+        dtype=entry.dtype,
+        alpha=entry.alpha,
+        sha256_before=entry.sha256_before,
+        sha256_after=entry.sha256_after,
         **slots,
     )

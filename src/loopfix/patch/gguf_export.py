@@ -1,8 +1,9 @@
 """A patched GGUF file: the input file with only the tensors a patch touches re-encoded.
 
 Steps of `export_patched_gguf`:
-1. Refuse an OUT (or its model card `OUT.md`) that exists or is the input, a file that is not
-   a readable GGUF, and an architecture whose GGUF layout loopfix does not know.
+1. Refuse an OUT (or its model card `OUT.md`) that exists (nothing is ever overwritten, the
+   input least of all), a file that is not a readable GGUF, and an architecture whose GGUF
+   layout loopfix does not know.
 2. For each edit: find the GGUF tensor of its HF weight (`GgufTensorMap`), dequantize it with
    gguf-py (the values transformers loads, bit for bit), put it in HF layout and the patch's
    dtype, and apply the edit with the patch's hash checks (`edited_tensor`): a patch made on
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from loopfix.atomic import OutputError, atomic_writer, check_output_path, write_text_atomic
+from loopfix.atomic import OutputError, atomic_writer, check_new_output, write_text_atomic
 from loopfix.models.gguf import file_sha256, read_gguf
 from loopfix.models.gguf_copy import TensorData, write_gguf_copy
 from loopfix.models.gguf_tensors import GgufTensorMap
@@ -73,9 +74,7 @@ def export_patched_gguf(
     config = config or GgufExportConfig()
     source, out = Path(source), Path(out)
     for path in (out, card_path(out)):
-        check_output_path(path, source)
-        if path.exists():
-            raise OutputError(f"{path} exists; a GGUF export writes only new files")
+        check_new_output(path, source, folder=False)
     reader = read_gguf(source)
     tensors = GgufTensorMap(reader)
     replacements: dict[str, TensorData] = {}
@@ -85,9 +84,13 @@ def export_patched_gguf(
         original, new = _patched_values(tensors, tensor, edit)
         replacements[tensor.name], row = _encoded(tensor, edit.name, original, new, config)
         report.append(row)
-    with atomic_writer(out, binary=True) as handle:
+    with atomic_writer(out, binary=True, replace=False) as handle:
         write_gguf_copy(reader, handle, replacements)
-        write_text_atomic(card_path(out), _card(source, patch, out, report))
+    try:
+        write_text_atomic(card_path(out), _card(source, patch, out, report), replace=False)
+    except BaseException:
+        out.unlink()  # ours, just written: a file without its card is a partial output
+        raise
     return report
 
 
