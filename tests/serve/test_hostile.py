@@ -3,7 +3,9 @@ upstream, gets a well-formed OpenAI error with the right status (400 client junk
 body limit, 502 upstream junk; in a stream, a final error event), is counted in /metrics with
 that status, and no text is silently dropped."""
 
+import base64
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -170,3 +172,39 @@ def test_a_body_over_the_limit_is_a_413(proxy: str) -> None:
     chunked = httpx.post(proxy + CHAT, content=pieces)
     assert f"larger than {LIMIT} bytes" in assert_openai_error(chunked, 413)
     assert httpx.post(proxy + CHAT, json=chat()).status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_hanging_up_cancels_the_upstream_within_a_second(stream: bool) -> None:
+    with (
+        ScriptedUpstream(delay_s=0.01) as slow,  # the loop script takes 16 s
+        running_proxy(ServeConfig(upstream=slow.url)) as url,
+    ):
+        if stream:  # the client reads the first event and closes
+            with httpx.stream("POST", url + CHAT, json=chat("loop", stream=True)) as reply:
+                next(reply.iter_lines())
+        else:
+            with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes
+                httpx.post(url + CHAT, json=chat("loop"), timeout=0.5)
+        record = slow.last()
+        assert record.finished.wait(1.5) and record.disconnected, record.chunks
+        assert record.chunks < 200
+        assert requests_counted(url, 499) == 1
+
+
+def test_no_secret_from_the_upstream_url_or_a_query_string_is_logged(
+    upstream: ScriptedUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    with_password = upstream.url.replace("http://", "http://alice:PW-SECRET-9@")
+    with caplog.at_level(logging.DEBUG), running_proxy(ServeConfig(upstream=with_password)) as url:
+        reply = httpx.post(url + CHAT + "?api_key=QUERY-SECRET-7", json=chat())
+        assert reply.status_code == 200
+    sent = upstream.last().headers["Authorization"]
+    assert base64.b64decode(sent.removeprefix("Basic ")) == b"alice:PW-SECRET-9"
+    own = f"HTTP Request: POST {url}"  # this test's client logs its own request line
+    logged = "\n".join(
+        record.getMessage() for record in caplog.records if not record.getMessage().startswith(own)
+    )
+    assert "POST /v1/chat/completions" in logged  # the access log and httpx's request line
+    assert "127.0.0.1:" in logged and "/v1/chat/completions" in logged
+    assert "PW-SECRET" not in logged and "QUERY-SECRET" not in logged and "alice" not in logged
