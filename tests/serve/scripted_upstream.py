@@ -85,6 +85,11 @@ class Record:
     finished: threading.Event = field(default_factory=threading.Event)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many clients connect at once (bench/bench_holdback.py)
+
+
 class ScriptedUpstream:
     """Start with `with ScriptedUpstream() as upstream:`; `upstream.url` is its base URL."""
 
@@ -93,8 +98,7 @@ class ScriptedUpstream:
         self.records: list[Record] = []
         self.vocabulary: dict[str, int] = {}
         self.models_reply: bytes | None = None
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
