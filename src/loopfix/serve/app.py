@@ -42,9 +42,15 @@ MODELS_PATH = "/v1/models"
 CLIENT_GONE = 499  # nginx's "client closed request": counted, never sent
 
 
+PROXY_FAILED = "the proxy failed on this request"
+
+
+def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def error_response(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(error_body(message, kind, code), status_code=status)
 
 
 def _upstream_error_response(error: UpstreamError) -> JSONResponse:
@@ -164,7 +170,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         except Exception:  # a bug of the proxy still gets an OpenAI error, and is counted
             log.exception("%s action=%s failed", path, policy.action)
             await exchange.close()
-            failed = error_response(500, "the proxy failed on this request", "server_error")
+            failed = error_response(500, PROXY_FAILED, "server_error")
             return counted(path, policy.action, failed)
 
     @app.post(CHAT_PATH)
@@ -315,8 +321,7 @@ async def _events(exchange: Exchange) -> AsyncIterator[str]:
     except Exception:  # a bug of the proxy: the client still learns the answer is incomplete
         log.exception("%s action=%s failed mid-stream", exchange.path, exchange.policy.action)
         status = "500"
-        failed = error_response(500, "the proxy failed on this request", "server_error")
-        yield f"data: {failed.body.decode()}\n\n"
+        yield f"data: {json.dumps(error_body(PROXY_FAILED, 'server_error'))}\n\n"
     finally:
         metrics.active_streams.dec()
         metrics.requests.labels(exchange.path, exchange.policy.action, status).inc()
