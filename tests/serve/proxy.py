@@ -76,6 +76,29 @@ def finish_reasons(events: list[dict[str, Any]], index: int = 0) -> list[str]:
     ]
 
 
+def assert_openai_error(reply: httpx.Response, status: int) -> str:
+    """Check an OpenAI-shaped error answer with `status`; its message."""
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert set(error) >= {"message", "type", "code"} and error["message"], error
+    return str(error["message"])
+
+
+def requests_counted(proxy: str, status: int, route: str = "/v1/chat/completions") -> float:
+    """How many answers with `status` the proxy counted on `route` (any action)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(proxy + "/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "loopfix_requests_total"
+        and sample.labels["route"] == route
+        and sample.labels["status"] == str(status)
+    )
+
+
 def metric(metrics_text: str, name: str, **labels: str) -> float:
     """The value of the sample with exactly these labels in a /metrics text (0 when absent)."""
     from prometheus_client.parser import text_string_to_metric_families

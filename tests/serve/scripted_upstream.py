@@ -10,7 +10,16 @@ no /tokenize):
 - `repetition`: a short text ended with vLLM's finish_reason "repetition";
 - `slow`: headers only after 3 s; `broken`: an event that is not JSON.
 A request that continues an answer (`continue_final_message`, or a prompt holding an answer's
-text) gets `CONTINUATION`. POST /tokenize returns one id per whitespace-led word.
+text) gets `CONTINUATION`. `max_tokens` cuts an answer to that many chunks (finish "length").
+POST /tokenize returns one id per whitespace-led word.
+
+Faults (the hostile sweep of issue 37), by model or by a field of the body:
+- `gzip-junk`: a body declared gzip that is not; `busy`: 429 with Retry-After;
+  `moved`: 302 with a Location; a `-junktok` model's /tokenize answers junk;
+- `raw_events` (a list of strings): those `data:` lines instead of the script, then `[DONE]`
+  unless `no_done` is true;
+- `json_answer: true`: the script as one JSON completion, ignoring `stream: true`;
+- `ScriptedUpstream.models_reply`: the raw body GET /v1/models answers (None: a model list).
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ def words(text: str) -> list[str]:
 
 def script(model: str, choice: int) -> tuple[list[tuple[str, str]], str]:
     """(field, text) chunks and the finish reason of `model`'s answer for `choice`."""
-    base = model.removesuffix("-mixed").removesuffix("-opaque")
+    base = model.removesuffix("-mixed").removesuffix("-opaque").removesuffix("-junktok")
     if model.endswith("-mixed") and choice == 1:
         base = "clean"
     if base == "loop":
@@ -76,6 +85,11 @@ class Record:
     finished: threading.Event = field(default_factory=threading.Event)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many clients connect at once (bench/bench_holdback.py)
+
+
 class ScriptedUpstream:
     """Start with `with ScriptedUpstream() as upstream:`; `upstream.url` is its base URL."""
 
@@ -83,8 +97,8 @@ class ScriptedUpstream:
         self.delay_s = delay_s
         self.records: list[Record] = []
         self.vocabulary: dict[str, int] = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
+        self.models_reply: bytes | None = None
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -117,6 +131,12 @@ def _events(body: dict[str, Any], chat: bool) -> Iterator[dict[str, Any]]:
         else script(model, i)
         for i in range(n)
     ]
+    limit = body.get("max_tokens")
+    if isinstance(limit, int):
+        scripts = [
+            (chunks[:limit], "length") if len(chunks) > limit else (chunks, finish)
+            for chunks, finish in scripts
+        ]
     envelope = {"id": "cmpl-scripted", "created": 1, "model": model}
     envelope["object"] = "chat.completion.chunk" if chat else "text_completion"
     longest = max(len(chunks) for chunks, _ in scripts)
@@ -138,6 +158,27 @@ def _events(body: dict[str, Any], chat: bool) -> Iterator[dict[str, Any]]:
         yield {**envelope, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 9}}
 
 
+def json_answer(body: dict[str, Any], chat: bool) -> dict[str, Any]:
+    """The script as one non-streamed completion (what a server ignoring `stream` answers)."""
+    texts: dict[int, dict[str, str]] = {}
+    finishes: dict[int, str] = {}
+    for event in _events(body, chat):
+        for choice in event["choices"]:
+            pieces = texts.setdefault(choice["index"], {})
+            for name, text in (choice["delta"] if chat else {"text": choice["text"]}).items():
+                if name != "role":
+                    pieces[name] = pieces.get(name, "") + text
+            finishes[choice["index"]] = choice["finish_reason"] or ""
+    choices = [
+        {"index": index, "finish_reason": finishes[index]}
+        | ({"message": {"role": "assistant", **pieces}} if chat else pieces)
+        for index, pieces in texts.items()
+    ]
+    usage = {"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}
+    kind = "chat.completion" if chat else "text_completion"
+    return {"id": "cmpl-json", "object": kind, "created": 1, "choices": choices, "usage": usage}
+
+
 def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: Any) -> None:  # quiet: tests read the records instead
@@ -151,8 +192,18 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _raw(self, status: int, data: bytes, **headers: str) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name.replace("_", "-"), value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_GET(self) -> None:
-            if self.path == "/v1/models":
+            if self.path == "/v1/models" and upstream.models_reply is not None:
+                self._raw(200, upstream.models_reply, Content_Type="text/html")
+            elif self.path == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": "loop", "object": "model"}]})
             else:
                 self._json(404, {"error": {"message": "no such route"}})
@@ -163,6 +214,8 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             if self.path == "/tokenize":
                 if str(body.get("model")).endswith("-opaque"):
                     self._json(404, {"error": {"message": "no /tokenize here"}})
+                elif str(body.get("model")).endswith("-junktok"):
+                    self._json(200, {"tokens": "not a list"})
                 else:
                     self._json(200, {"tokens": upstream.token_ids(body["prompt"])})
                 return
@@ -180,8 +233,8 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             model = str(body.get("model"))
             if model == "slow":
                 time.sleep(3)
-            if model == "bad-request":
-                self._json(400, {"error": {"message": "max_tokens is too large"}})
+            chat = self.path.endswith("/chat/completions")
+            if self._fault(model, body, chat):
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -189,12 +242,38 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             if model == "broken":
                 self.wfile.write(b"data: {not json\n\n")
                 return
-            chat = self.path.endswith("/chat/completions")
+            if isinstance(body.get("raw_events"), list):
+                for data in body["raw_events"]:
+                    self.wfile.write(f"data: {data}\n\n".encode())
+                if not body.get("no_done"):
+                    self.wfile.write(b"data: [DONE]\n\n")
+                return
             for event in _events(body, chat):
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
                 record.chunks += 1
                 time.sleep(upstream.delay_s)
             self.wfile.write(b"data: [DONE]\n\n")
+
+        def _fault(self, model: str, body: dict[str, Any], chat: bool) -> bool:
+            """Answer a fault that is no event stream; False when there is none."""
+            if model == "bad-request":
+                self._json(400, {"error": {"message": "max_tokens is too large"}})
+            elif model == "busy":
+                self._raw(429, b'{"error": {"message": "busy"}}', Retry_After="7")
+            elif model == "moved":
+                self._raw(302, b"", Location="http://elsewhere.invalid/v1/chat/completions")
+            elif model == "gzip-junk":
+                self._raw(
+                    200,
+                    b"this is not gzip",
+                    Content_Type="text/event-stream",
+                    Content_Encoding="gzip",
+                )
+            elif body.get("json_answer"):
+                self._json(200, json_answer(body, chat))
+            else:
+                return False
+            return True
 
     return Handler

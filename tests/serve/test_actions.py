@@ -6,7 +6,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from loopfix.serve import ServeConfig
+from loopfix.detect import DetectConfig
+from loopfix.serve import PartWatcher, ServeConfig
 
 from .proxy import finish_reasons, metric, running_proxy, stream_events, texts
 from .scripted_upstream import (
@@ -17,6 +18,7 @@ from .scripted_upstream import (
     NUMBERED_LIST,
     TABLE,
     ScriptedUpstream,
+    words,
 )
 
 CHAT = "/v1/chat/completions"
@@ -212,3 +214,39 @@ def test_a_non_streamed_answer_has_every_choice_and_the_usage(proxy: str) -> Non
     assert [c["message"]["content"] for c in reply["choices"]] == [TABLE, ANSWER]
     assert [c["finish_reason"] for c in reply["choices"]] == ["stop", "stop"]
     assert reply["usage"]["completion_tokens"] == 9  # the scripted upstream's usage event
+
+
+def test_a_stopped_answer_reports_the_tokens_the_upstream_generated(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    body = chat("loop", "stop", stream_options={"include_usage": True})
+    events = stream_events(proxy + CHAT, body)
+    assert finish_reasons(events) == ["repetition"]
+    last = events[-1]
+    assert last["choices"] == [] and last["id"] == events[0]["id"]
+    usage = last["usage"]
+    # Counted one per upstream event read: at least what the client got, at most what was sent.
+    assert len(words(texts(events))) <= usage["completion_tokens"] <= upstream.last().chunks
+    assert usage["prompt_tokens"] == 0  # the scripted upstream reports it only at its end
+    assert usage["total_tokens"] == usage["completion_tokens"]
+    reply = httpx.post(proxy + CHAT, json=chat("loop", "stop"), timeout=30).json()
+    assert reply["usage"]["completion_tokens"] >= len(
+        words(reply["choices"][0]["message"]["content"])
+    )
+    unasked = stream_events(proxy + CHAT, chat("loop", "stop"))
+    assert all("usage" not in event for event in unasked)  # OpenAI's default: no usage chunk
+
+
+def test_a_loop_found_as_the_answer_ends_is_rescued_with_its_continuation(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    script = words(INTRO + LOOP_UNIT * 150)
+    watcher = PartWatcher(DetectConfig(), keep_text=False)
+    found_at = next(i for i, word in enumerate(script) if watcher.feed(word) is not None)
+    # Cut at `found_at` words, the loop qualifies only when the stream ends and completes the
+    # last word: the part is closed as the loop is found, and the continuation must reopen it.
+    events = stream_events(proxy + CHAT, chat("loop", "rescue", max_tokens=found_at))
+    kept = upstream.last().body["messages"][-1]["content"]
+    assert kept == INTRO + LOOP_UNIT
+    assert texts(events) == kept + CONTINUATION
+    assert finish_reasons(events) == ["stop"]

@@ -1,6 +1,7 @@
 """Settings from a config file and flags, their errors, and `loopfix serve` as a real process."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,9 @@ from loopfix.cli import app
 from loopfix.serve import ServeConfig, build_config
 
 from .proxy import free_port
+
+_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+_LOOPFIX = [sys.executable, "-c", "from loopfix.cli import main; main()"]
 
 
 def test_flags_override_the_config_file(tmp_path: Path) -> None:
@@ -61,12 +65,11 @@ def test_loopfix_serve_runs_from_a_config_file(tmp_path: Path) -> None:
     port = free_port()
     file = tmp_path / "serve.json"
     file.write_text(f'{{"upstream": "http://127.0.0.1:{free_port()}", "port": {port}}}')
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    command = [sys.executable, "-c", "from loopfix.cli import main; main()", "serve"]
+    command = [*_LOOPFIX, "serve"]
     log = tmp_path / "serve.log"
     with log.open("w") as output:
         process = subprocess.Popen(
-            [*command, "--config", str(file)], env=env, stdout=output, stderr=subprocess.STDOUT
+            [*command, "--config", str(file)], env=_ENV, stdout=output, stderr=subprocess.STDOUT
         )
     try:
         deadline = time.monotonic() + 60
@@ -83,3 +86,28 @@ def test_loopfix_serve_runs_from_a_config_file(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--upstream", "not a url"],
+        ["--upstream", "ftp://user:pw@files.example"],
+        ["--upstream", "http://h:8000/?key=sk-1"],
+        ["--upstream", "http://127.0.0.1:8000", "--host", "999.1.1.1"],
+        ["--upstream", "http://127.0.0.1:8000", "--port", "{busy}"],
+    ],
+)
+def test_a_bad_upstream_or_address_is_one_line_and_exit_2_before_serving(flags: list[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        command = [*_LOOPFIX, "serve", *(flag.replace("{busy}", port) for flag in flags)]
+        started = time.monotonic()
+        result = subprocess.run(command, env=_ENV, capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert "pw" not in lines[0] and "sk-1" not in lines[0]  # no secret repeated
+    assert ("upstream" in lines[0]) != ("listen on host" in lines[0])
+    assert time.monotonic() - started < 30

@@ -12,7 +12,7 @@ import pytest
 
 from loopfix.serve import ServeConfig
 
-from .proxy import free_port, running_proxy
+from .proxy import assert_openai_error, free_port, running_proxy
 from .scripted_upstream import ScriptedUpstream
 
 CHAT = "/v1/chat/completions"
@@ -27,13 +27,6 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 def body(model: str) -> dict:
     return {"model": model, "messages": [{"role": "user", "content": "hello there"}]}
-
-
-def assert_openai_error(reply: httpx.Response, status: int) -> str:
-    assert reply.status_code == status, reply.text
-    error = reply.json()["error"]
-    assert set(error) >= {"message", "type"}
-    return str(error["message"])
 
 
 def test_an_unreachable_upstream_is_a_502() -> None:

@@ -6,12 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from loopfix.cli.common import examples
+from loopfix.cli.common import examples, fail
 from loopfix.serve.config import ServeConfig
-
-errors = Console(stderr=True, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -51,6 +48,7 @@ def serve_command(
     holdback_tokens: Annotated[int | None, typer.Option(help=_help("holdback_tokens"))] = None,
     max_rescues: Annotated[int | None, typer.Option(help=_help("max_rescues"))] = None,
     read_timeout_s: Annotated[float | None, typer.Option(help=_help("read_timeout_s"))] = None,
+    max_body_bytes: Annotated[int | None, typer.Option(help=_help("max_body_bytes"))] = None,
 ) -> None:
     from loopfix.serve import build_config, run
 
@@ -66,8 +64,8 @@ def serve_command(
             holdback_tokens=holdback_tokens,
             max_rescues=max_rescues,
             read_timeout_s=read_timeout_s,
+            max_body_bytes=max_body_bytes,
         )
         run(settings)
-    except ValueError as error:
-        errors.print(f"[red]error[/red] {error}")
-        raise typer.Exit(2) from None
+    except ValueError as error:  # a bad setting, an unset key variable, an address in use
+        fail(str(error))

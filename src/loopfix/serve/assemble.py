@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "text")
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "text")  # the text of a delta or choice
 
 
 def _merge_logprobs(into: dict[str, Any] | None, new: Any) -> dict[str, Any] | None:
@@ -61,7 +61,7 @@ def assemble(chunks: list[dict[str, Any]], chat: bool) -> dict[str, Any]:
                 },
             )
             delta = (choice.get("delta") or {}) if chat else {"text": choice.get("text")}
-            for name in _TEXT_FIELDS:
+            for name in TEXT_FIELDS:
                 if isinstance(delta.get(name), str):
                     merged["texts"][name] = merged["texts"].get(name, "") + delta[name]
             if chat and isinstance(delta.get("tool_calls"), list):

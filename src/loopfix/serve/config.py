@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from loopfix.detect import DetectConfig
 
@@ -22,7 +23,8 @@ class ServeConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     upstream: str = Field(
-        description="Base URL of the OpenAI-compatible server to proxy (without /v1)."
+        description="Base URL of the OpenAI-compatible server to proxy (http or https, without "
+        "/v1; a user:password in it goes as basic auth and is never logged)."
     )
     host: str = Field("127.0.0.1", description="Address the proxy listens on.")
     port: int = Field(8080, ge=0, le=65535, description="Port the proxy listens on.")
@@ -57,6 +59,11 @@ class ServeConfig(BaseModel):
         "client under stop, rescue and think-escape, so that a loop whose repeats fit in them "
         "reaches the client without its repeats. Observe holds nothing back.",
     )
+    max_body_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=1,
+        description="Largest request body accepted, in bytes; a larger one is answered 413.",
+    )
     max_rescues: int = Field(
         2,
         ge=1,
@@ -82,6 +89,18 @@ class ServeConfig(BaseModel):
         description="Thresholds of the loop detector (max_period, min_repeats, min_span, "
         "wordless_min_repeats, near_min_words, near_counter_repeats are the ones used online).",
     )
+
+    @field_validator("upstream")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        # The value is not repeated in the message: it may hold a password.
+        url = urlsplit(value)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        if url.query or url.fragment:
+            raise ValueError("must have no query or fragment (a key goes in upstream_api_key_env)")
+        url.port  # noqa: B018 (raises ValueError for a port out of range)
+        return value
 
 
 class RequestOptions(BaseModel):

@@ -16,7 +16,11 @@ Steps:
    closed (it stops generating).
 5. Each awaiting choice is continued by `continuation.py`'s request, whose events go through
    step 2 under the choice's index, until it finishes or its rescue budget is spent.
-The chunks carry the upstream's id, so the client sees one answer per choice.
+6. The usage chunk comes last: the upstream's own when it ran to its end untouched; else (the
+   proxy closed it, so it never sent one) the tokens it generated, counted here.
+The chunks carry the upstream's id, so the client sees one answer per choice. A stream that
+stops without `[DONE]` while a choice has not finished was cut: what was held back is released,
+then an UpstreamError (502) says so.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from loopfix.serve.config import Action, ServeConfig
 from loopfix.serve.continuation import Continuation, continuation_body, in_open_reasoning
 from loopfix.serve.cut_point import at_sentence_end, banned_piece, tokens_within
 from loopfix.serve.metrics import ServeMetrics
-from loopfix.serve.upstream import Upstream, UpstreamError
+from loopfix.serve.upstream import Upstream, UpstreamError, UpstreamStream
 from loopfix.serve.watch import Detection, PartWatcher
 
 # Upstream text fields and the part each belongs to; vLLM renamed reasoning_content to reasoning.
@@ -102,7 +106,10 @@ class Exchange:
         self.choices: dict[int, ChoiceState] = {}
         self.envelope: dict[str, Any] = {}
         self.expected_choices = _choice_count(body, self.chat)
-        self.stream: Any = None
+        self.stream: UpstreamStream | None = None
+        self.generated = 0  # upstream events that carried a choice's text: its tokens, on vLLM
+        self.upstream_usage: dict[str, Any] = {}  # the last usage the upstream sent
+        self.usage_event: Chunk | None = None  # the upstream's usage chunk, held until the end
 
     async def open(self) -> None:
         """Send the request upstream; raises UpstreamError before any chunk exists."""
@@ -122,15 +129,33 @@ class Exchange:
             async for event, data in stream.events():
                 for chunk in self._event(event, data):
                     yield chunk
-                if self._all_settled():
+                if self._all_settled() and self._intervened():
                     break
         finally:
             await stream.close()
-        for state in sorted(self.choices.values(), key=lambda s: s.index):
+        unfinished = not self._all_settled()
+        states = sorted(self.choices.values(), key=lambda s: s.index)
+        for state in states:
             for output in self._drain(state):
                 yield self._chunk(output)
+        self._check_ended(stream, unfinished)
+        for state in states:
             async for chunk in self._continue(state):
                 yield chunk
+        usage = self._usage_chunk()
+        if usage is not None:
+            yield usage
+
+    def _check_ended(self, stream: UpstreamStream, unfinished: bool) -> None:
+        """A stream that stopped without `[DONE]` while a choice was unfinished was cut (a
+        crashed upstream, a dropped connection): an error, not a complete answer."""
+        if unfinished and not stream.done:
+            self.metrics.upstream_errors.labels("protocol").inc()
+            raise UpstreamError(
+                502,
+                "the upstream stream ended before every choice finished (no finish_reason "
+                "and no [DONE])",
+            )
 
     # --- step 2: events -------------------------------------------------------------------
     def _event(self, event: dict[str, Any], data: str) -> Iterator[Chunk]:
@@ -142,29 +167,32 @@ class Exchange:
             }
         choices = event.get("choices") or []
         outputs = [out for choice in choices for out in self._choice(choice, remap=None)]
+        if isinstance(event.get("usage"), dict):
+            self.upstream_usage = event["usage"]
         if self.policy.action == "observe":
             yield event, data  # untouched
         elif outputs:
             for output in outputs:
                 yield self._chunk(output)
         elif not choices and "usage" in event:
-            yield event, data
+            self.usage_event = event, data  # the last chunk: a continuation may come first
 
     def _choice(self, choice: dict[str, Any], remap: tuple[int, str | None] | None) -> list[dict]:
         """Feed one upstream choice; the client's choice outputs. `remap` = (index, part) for a
         continuation: its events belong to that choice, its text to that part (None: as sent)."""
         index = remap[0] if remap else int(choice.get("index", 0))
         state = self.choices.setdefault(index, ChoiceState(index))
+        # Events are checked on arrival (upstream.event_problem): text fields are strings.
+        delta = (choice.get("delta") or {}) if self.chat else {"text": choice.get("text")}
+        if any(delta.get(name) for name in PART_OF_FIELD):
+            self.generated += 1
         if state.settled:
             return []  # a stopped choice, or one that continues elsewhere
-        delta = choice.get("delta", {}) if self.chat else {"text": choice.get("text")}
-        if not isinstance(delta, dict):
-            delta = {}
         outputs: list[dict] = []
         fed: dict[str, str] = {}
         for name in PART_OF_FIELD:
             text = delta.get(name)
-            if not isinstance(text, str) or not text or state.settled:
+            if not text or state.settled:
                 continue
             part_name = remap[1] if remap and remap[1] else PART_OF_FIELD[name]
             if fed.get(part_name) == text:
@@ -272,6 +300,9 @@ class Exchange:
             banned = banned_piece(watcher, kept, found.period)
             watcher.rewind(keep)
             part.released = keep
+            # A loop found as the part closed (at its finish, or as the answer began) reopens
+            # it: the continuation's text belongs to it and must be released.
+            part.closed = False
             state.awaiting = Continuation(part.name, banned, escape)
             return outputs
         if state.rescues:
@@ -340,20 +371,45 @@ class Exchange:
         }
 
     def _chunk(self, output: dict[str, Any]) -> Chunk:
+        return self._encoded({"choices": [output]})
+
+    def _encoded(self, fields: dict[str, Any]) -> Chunk:
         envelope = self.envelope or {"id": "loopfix", "created": int(time.time()), "model": ""}
         default = "chat.completion.chunk" if self.chat else "text_completion"
-        chunk = {**envelope, "object": envelope.get("object", default), "choices": [output]}
+        chunk = {**envelope, "object": envelope.get("object", default), **fields}
         return chunk, json.dumps(chunk, separators=(",", ":"))
 
+    def _usage_chunk(self) -> Chunk | None:
+        """The last chunk: the upstream's usage if it ran to its end untouched; else, when the
+        client asked for usage, the prompt tokens the upstream reported (0 if it reported
+        none before it was closed) and the tokens it generated, counted one per event."""
+        if not self._intervened():
+            return self.usage_event
+        options = self.body.get("stream_options")
+        if self.usage_event is None and not (
+            isinstance(options, dict) and options.get("include_usage")
+        ):
+            return None
+        prompt = self.upstream_usage.get("prompt_tokens")
+        prompt = prompt if isinstance(prompt, int) else 0
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": self.generated,
+            "total_tokens": prompt + self.generated,
+        }
+        return self._encoded({"choices": [], "usage": usage})
+
     def _all_settled(self) -> bool:
-        """Whether the upstream has nothing left the client needs: every choice settled and the
-        proxy ended at least one (else the upstream's own end, with its usage, is awaited)."""
-        states = self.choices.values()
-        return (
-            len(self.choices) >= self.expected_choices
-            and all(state.settled for state in states)
-            and any(state.intervened for state in states)
+        """Whether every choice the request asked for has finished, stopped or awaits a
+        continuation."""
+        return len(self.choices) >= self.expected_choices and all(
+            state.settled for state in self.choices.values()
         )
+
+    def _intervened(self) -> bool:
+        """Whether the proxy stopped or continued a choice (until then the upstream's own end,
+        with its usage, is awaited)."""
+        return any(state.intervened for state in self.choices.values())
 
     def prompt_of(self, index: int) -> str:
         """The completions prompt choice `index` answers ("" for chat)."""
@@ -391,8 +447,10 @@ class Exchange:
                         break
             finally:
                 await stream.close()
+            unfinished = not state.settled
             for output in self._drain(state):
                 yield self._chunk(output)
+            self._check_ended(stream, unfinished)
             if state.awaiting is None and state.finish_reason != "repetition":
                 self.metrics.rescues.labels("finished").inc()
             elif state.awaiting is not None:
@@ -411,7 +469,7 @@ def _extra(choice: dict[str, Any], chat: bool, continuation: bool) -> dict[str, 
 
 
 def _choice_count(body: dict[str, Any], chat: bool) -> int:
-    n = body.get("n") or 1
+    n = body.get("n") or 1  # checked by the app: a positive integer or absent
     prompts = body.get("prompt")
     many = not chat and isinstance(prompts, list) and prompts and isinstance(prompts[0], str)
     return int(n) * (len(prompts) if many else 1)  # type: ignore[arg-type]

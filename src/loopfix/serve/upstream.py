@@ -1,10 +1,13 @@
 """`Upstream`: the proxy's client of the OpenAI-compatible server behind it.
 
 Every generation request goes upstream as a stream (`stream: true`), also for clients that did
-not ask for one: the proxy must see tokens as they come to stop a loop early. Failures become
-`UpstreamError`s carrying the HTTP status the proxy answers with: 502 when the upstream cannot be
-reached or answers garbage, 504 when it times out, the upstream's own status (and message) when
-it answers with an error.
+not ask for one: the proxy must see tokens as they come to stop a loop early. An upstream that
+ignores `stream` and answers one JSON completion is read as a stream of one event per choice.
+Failures become `UpstreamError`s carrying the HTTP status the proxy answers with: 502 when the
+upstream cannot be reached, redirects, or answers garbage (a body that does not decode, an event
+that is not OpenAI-shaped, a stream that ends before its choices finished), 504 when it times
+out, the upstream's own status (and message, and Retry-After) when it answers with an error.
+A user and password in the base URL are sent as basic auth, never as part of a logged URL.
 """
 
 from __future__ import annotations
@@ -16,20 +19,32 @@ from typing import Any
 
 import httpx
 
+from loopfix.serve.assemble import TEXT_FIELDS
 from loopfix.serve.metrics import ServeMetrics
 
 
 class UpstreamError(Exception):
     """A failed upstream exchange, with the status and OpenAI-style body to answer with."""
 
-    def __init__(self, status: int, message: str, kind: str = "upstream_error"):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "upstream_error",
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.kind = kind
+        self.headers = headers or {}  # passed on to the client (Retry-After)
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.kind, "param": None, "code": None}}
+
+
+# Headers of an upstream error answer that the client needs to act on it.
+_FORWARDED_HEADERS = ("retry-after",)
 
 
 def _upstream_message(response: httpx.Response) -> str:
@@ -44,38 +59,172 @@ def _upstream_message(response: httpx.Response) -> str:
     return f"upstream answered HTTP {response.status_code}"
 
 
+def _failure(error: httpx.HTTPError, metrics: ServeMetrics, stage: str) -> UpstreamError:
+    """The UpstreamError (and the counted reason) an httpx failure during `stage` stands for."""
+    name = type(error).__name__
+    if isinstance(error, httpx.TimeoutException):
+        metrics.upstream_errors.labels("timeout").inc()
+        return UpstreamError(504, f"upstream timed out ({stage})")
+    if isinstance(error, httpx.DecodingError):  # e.g. a gzip body that is not gzip
+        metrics.upstream_errors.labels("protocol").inc()
+        return UpstreamError(502, f"upstream sent a body that does not decode ({stage}): {name}")
+    metrics.upstream_errors.labels("connect").inc()
+    return UpstreamError(502, f"upstream unreachable ({stage}): {name}")
+
+
+def _protocol_error(metrics: ServeMetrics, message: str) -> UpstreamError:
+    metrics.upstream_errors.labels("protocol").inc()
+    return UpstreamError(502, message)
+
+
+def _status_error(response: httpx.Response, metrics: ServeMetrics) -> UpstreamError:
+    """An answer other than 200: an error status is passed on with its message and
+    Retry-After; a redirect or another success the proxy cannot use is the upstream's fault."""
+    metrics.upstream_errors.labels("status").inc()
+    status = response.status_code
+    if status < 400:
+        # The Location (which may name an internal host) is not passed on: the client could
+        # not follow it through the proxy anyway.
+        return UpstreamError(
+            502,
+            f"upstream answered HTTP {status}; --upstream must be the URL "
+            "that answers, not one that redirects",
+        )
+    headers = {
+        name: response.headers[name] for name in _FORWARDED_HEADERS if name in response.headers
+    }
+    return UpstreamError(status, _upstream_message(response), headers=headers)
+
+
+def _not_int(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int)
+
+
+def _choice_problem(choice: Any) -> str | None:
+    if not isinstance(choice, dict):
+        return "is not an object"
+    index = choice.get("index", 0)
+    if _not_int(index) or index < 0:
+        return ".index is not a non-negative integer"
+    delta = choice.get("delta")
+    if delta is not None and not isinstance(delta, dict):
+        return ".delta is not an object"
+    texts = {"text": choice.get("text")} | {
+        f"delta.{name}": (delta or {}).get(name) for name in TEXT_FIELDS
+    }
+    for name, text in texts.items():
+        if text is not None and not isinstance(text, str):
+            return f".{name} is not a string"
+    calls = (delta or {}).get("tool_calls")
+    if calls is not None and not (
+        isinstance(calls, list)
+        and all(isinstance(c, dict) and not _not_int(c.get("index", 0)) for c in calls)
+    ):
+        return ".delta.tool_calls is not a list of objects with integer indexes"
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        return ".finish_reason is not a string"
+    return None
+
+
+def event_problem(event: dict[str, Any]) -> str | None:
+    """What makes an event something the proxy cannot read without losing or inventing text
+    (None: nothing). Text that is not a string is an error, never skipped."""
+    choices = event.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        return "choices is not a list"
+    for position, choice in enumerate(choices or []):
+        problem = _choice_problem(choice)
+        if problem is not None:
+            return f"choices[{position}]{problem}"
+    usage = event.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return "usage is not an object"
+    return None
+
+
+def events_of_answer(answer: Any) -> list[dict[str, Any]]:
+    """A non-streamed completion (an upstream that ignored `stream: true`) as the stream it
+    stands for: one chunk per choice holding its whole text, then its usage. ValueError if it
+    is not a completion."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
+        raise ValueError("it has no choices")
+    envelope = {
+        key: answer[key]
+        for key in ("id", "created", "model", "system_fingerprint")
+        if key in answer
+    }
+    events = []
+    for choice in answer["choices"]:
+        if not isinstance(choice, dict):
+            raise ValueError("a choice is not an object")
+        common = {key: choice.get(key) for key in ("index", "logprobs", "finish_reason")}
+        message = choice.get("message")
+        if isinstance(message, dict):
+            delta = dict(message)
+            if isinstance(delta.get("tool_calls"), list):  # chunks number their tool calls
+                delta["tool_calls"] = [
+                    {"index": i, **call} if isinstance(call, dict) else call
+                    for i, call in enumerate(delta["tool_calls"])
+                ]
+            event = {"object": "chat.completion.chunk", "choices": [{**common, "delta": delta}]}
+        else:
+            text = {"text": choice.get("text")}
+            event = {"object": "text_completion", "choices": [{**common, **text}]}
+        events.append({**envelope, **event})
+    if isinstance(answer.get("usage"), dict):
+        events.append({**envelope, "choices": [], "usage": answer["usage"]})
+    return events
+
+
 class UpstreamStream:
     """One open upstream stream: `events()` yields its JSON events; `close()` ends the request
-    (the upstream sees the connection close and stops generating)."""
+    (the upstream sees the connection close and stops generating). `done` tells whether the
+    upstream ended it properly (`[DONE]`, or the last event of a JSON answer)."""
 
-    def __init__(self, response: httpx.Response, metrics: ServeMetrics):
+    def __init__(
+        self,
+        response: httpx.Response,
+        metrics: ServeMetrics,
+        answer: list[dict[str, Any]] | None = None,
+    ):
         self._response = response
         self._metrics = metrics
+        self._answer = answer
+        self.done = False
 
     async def events(self) -> AsyncIterator[tuple[dict[str, Any], str]]:
         """Each event as (parsed, its JSON text as sent)."""
+        if self._answer is not None:
+            for event in self._answer:
+                yield self._checked(event), json.dumps(event, separators=(",", ":"))
+            self.done = True
+            return
         try:
             async for line in self._response.aiter_lines():
                 if not line.startswith("data:"):
                     continue  # blank separators, comments and `event:` lines
                 data = line[5:].strip()
                 if data == "[DONE]":
+                    self.done = True
                     return
                 try:
                     event = json.loads(data)
-                except json.JSONDecodeError:
-                    self._metrics.upstream_errors.labels("protocol").inc()
-                    raise UpstreamError(502, "upstream sent an event that is not JSON") from None
-                if not isinstance(event, dict):
-                    self._metrics.upstream_errors.labels("protocol").inc()
-                    raise UpstreamError(502, "upstream sent an event that is not an object")
-                yield event, data
-        except httpx.TimeoutException:
-            self._metrics.upstream_errors.labels("timeout").inc()
-            raise UpstreamError(504, "upstream timed out in the middle of a stream") from None
-        except httpx.TransportError as error:
-            self._metrics.upstream_errors.labels("connect").inc()
-            raise UpstreamError(502, f"upstream stream broke: {type(error).__name__}") from None
+                except (json.JSONDecodeError, RecursionError):
+                    raise _protocol_error(
+                        self._metrics, "upstream sent an event that is not JSON"
+                    ) from None
+                yield self._checked(event), data
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, "in the middle of a stream") from None
+
+    def _checked(self, event: Any) -> dict[str, Any]:
+        if not isinstance(event, dict):
+            raise _protocol_error(self._metrics, "upstream sent an event that is not an object")
+        problem = event_problem(event)
+        if problem is not None:
+            raise _protocol_error(self._metrics, f"upstream sent a malformed event: {problem}")
+        return event
 
     async def close(self) -> None:
         await self._response.aclose()
@@ -97,8 +246,15 @@ class Upstream:
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
         # No connection limit: every client stream holds one upstream connection.
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        url = httpx.URL(base_url)
+        # Credentials in the URL go as basic auth, so no URL httpx logs carries them.
+        auth = httpx.BasicAuth(url.username, url.password) if url.username else None
         self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, limits=limits
+            base_url=str(url.copy_with(userinfo=b"")).rstrip("/"),
+            auth=auth,
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
         )
         self._metrics = metrics
 
@@ -108,33 +264,43 @@ class Upstream:
         started = time.perf_counter()
         try:
             response = await self._client.send(request, stream=True)
-        except httpx.TimeoutException:
-            self._metrics.upstream_errors.labels("timeout").inc()
-            raise UpstreamError(504, "upstream timed out") from None
-        except httpx.TransportError as error:
-            self._metrics.upstream_errors.labels("connect").inc()
-            raise UpstreamError(502, f"upstream unreachable: {type(error).__name__}") from None
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, "opening the request") from None
         self._metrics.upstream_latency.observe(time.perf_counter() - started)
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        if response.status_code == 200 and streamed:
+            return UpstreamStream(response, self._metrics)
+        try:
+            await response.aread()
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, "reading an answer") from None
+        finally:
+            await response.aclose()
         if response.status_code != 200:
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-            self._metrics.upstream_errors.labels("status").inc()
-            raise UpstreamError(response.status_code, _upstream_message(response))
-        return UpstreamStream(response, self._metrics)
+            raise _status_error(response, self._metrics)
+        try:
+            answer = events_of_answer(response.json())
+        except (ValueError, RecursionError) as error:
+            message = (
+                f"upstream answered a streaming request with a body that is no stream: {error}"
+            )
+            raise _protocol_error(self._metrics, message) from None
+        return UpstreamStream(response, self._metrics, answer)
 
     async def models(self) -> Any:
         """The upstream's GET /v1/models answer."""
         try:
             response = await self._client.get("/v1/models")
-        except httpx.TimeoutException:
-            raise UpstreamError(504, "upstream timed out") from None
-        except httpx.TransportError as error:
-            raise UpstreamError(502, f"upstream unreachable: {type(error).__name__}") from None
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, "GET /v1/models") from None
         if response.status_code != 200:
-            raise UpstreamError(response.status_code, _upstream_message(response))
-        return response.json()
+            raise _status_error(response, self._metrics)
+        try:
+            return response.json()
+        except (ValueError, RecursionError):
+            raise _protocol_error(
+                self._metrics, "upstream /v1/models answered a body that is not JSON"
+            ) from None
 
     async def token_ids(self, model: Any, text: str) -> list[int]:
         """The upstream tokenizer's ids for `text` (vLLM's `/tokenize`; no special tokens)."""
@@ -142,13 +308,18 @@ class Upstream:
         try:
             response = await self._client.post("/tokenize", json=body)
         except httpx.HTTPError as error:
-            raise UpstreamError(502, f"upstream /tokenize failed: {type(error).__name__}") from None
+            raise _failure(error, self._metrics, "POST /tokenize") from None
         if response.status_code != 200:
             raise UpstreamError(502, f"upstream /tokenize: {_upstream_message(response)}")
-        tokens = response.json().get("tokens")
-        if not isinstance(tokens, list):
-            raise UpstreamError(502, "upstream /tokenize answered without a token list")
-        return [int(token) for token in tokens]
+        try:
+            tokens = response.json()["tokens"]
+            if not isinstance(tokens, list) or any(_not_int(token) for token in tokens):
+                raise TypeError
+        except (ValueError, RecursionError, TypeError, KeyError):
+            raise _protocol_error(
+                self._metrics, "upstream /tokenize answered without a token list"
+            ) from None
+        return list(tokens)
 
     async def close(self) -> None:
         await self._client.aclose()
