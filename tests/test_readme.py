@@ -62,7 +62,17 @@ def small(command: str) -> list[str]:
 
 def test_the_readme_lists_every_verb() -> None:
     shell = [small(body)[0] for kind, body in readme_steps() if kind == "shell"]
-    for verb in ("doctor", "scan", "detect", "clean", "compare", "repair", "patch", "lab"):
+    for verb in (
+        "doctor",
+        "scan",
+        "detect",
+        "clean",
+        "compare",
+        "repair",
+        "patch",
+        "models",
+        "lab",
+    ):
         assert verb in shell
 
 

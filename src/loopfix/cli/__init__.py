@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from loopfix.cli import compare, consistency, detect, doctor, lab, patch, repair, scan, serve
+from loopfix.cli import (
+    compare,
+    consistency,
+    detect,
+    doctor,
+    lab,
+    models,
+    patch,
+    repair,
+    scan,
+    serve,
+)
 from loopfix.cli.common import LoopfixGroup
 
 app = typer.Typer(
@@ -15,7 +26,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
-for _module in (compare, consistency, detect, doctor, lab, patch, repair, scan, serve):
+for _module in (compare, consistency, detect, doctor, lab, models, patch, repair, scan, serve):
     _module.register(app)
 
 

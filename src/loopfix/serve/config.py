@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from loopfix.detect import DetectConfig
+from loopfix.urls import check_server_url
 
 Action = Literal["observe", "stop", "rescue", "think-escape"]
 ACTIONS: tuple[str, ...] = get_args(Action)
@@ -93,13 +94,11 @@ class ServeConfig(BaseModel):
     @field_validator("upstream")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        # The value is not repeated in the message: it may hold a password.
+        # Neither message repeats the value: it may hold a password.
+        check_server_url(value)
         url = urlsplit(value)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
         if url.query or url.fragment:
             raise ValueError("must have no query or fragment (a key goes in upstream_api_key_env)")
-        url.port  # noqa: B018 (raises ValueError for a port out of range)
         return value
 
 
