@@ -77,12 +77,12 @@ def test_short_scan_judges_real_answers(tmp_path: Path, smollm2_folder: Path) ->
 
 
 def test_the_quick_doctor_runs_on_the_real_model(smollm2_folder: Path, tmp_path: Path) -> None:
-    # docs/doctor.md: `loopfix doctor loopfix:smollm2 --quick`, about 1.5 min of stages.
+    # docs/doctor.md: `loopfix doctor loopfix:smollm2 --quick`, about 47 s of stages at 88a7df4.
     result = run_doctor(DoctorConfig(model="loopfix:smollm2", quick=True, out=tmp_path))
     summary = json.loads((tmp_path / "summary.json").read_text())
     settings = summary["measure"]["settings"]
     assert [s["temperature"] for s in settings] == [0.0, 0.6, 1.0]
-    # A quick look measures on hf, which finishes before vLLM has started (docs/doctor.md).
+    # A quick look measures on hf: too small to repay vLLM's start (docs/doctor.md).
     assert (summary["measure"]["backend"], summary["measure"]["dtype"]) == ("hf", "float32")
     assert all(s["n"] == 12 and s["judged"] > 0 for s in settings)  # free-text answers judged
     assert settings[0]["cut_rate"] > 0  # SmolLM2 runs to the cap at greedy

@@ -24,7 +24,7 @@ from loopfix.repair.probe import class_means
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
 
-# Layer 0's o_proj carries the testbed's copy mode (docs/repair.md); layer 2 is the runner-up.
+# Layer 0's o_proj carries the testbed's copy mode (docs/history.md); layer 2 is the runner-up.
 LAYERS = [0, 2]
 
 
