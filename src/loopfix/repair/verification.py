@@ -121,12 +121,12 @@ class Verifier(Generic[OutcomesT]):
         Success is a veto on a significant fall, not a tie-break on counts: on SmolLM2 the
         screening prompts hold 0-4 correct answers, so "rescues >= regressions" picked on one
         or two answers and passed over the candidate removing 35 loops net for one removing 20
-        (docs/repair.md). The final acceptance still asks rescues >= regressions on the
+        (docs/history.md). The final acceptance still asks rescues >= regressions on the
         verification prompts.
 
         The budget is checked here, not only at the end: the strongest strength removes the
         most loops, and on SmolLM2 the screening's pick by loops alone was then refused for its
-        perplexity (+2.88%) while a weaker candidate stayed within it (docs/repair.md).
+        perplexity (+2.88%) while a weaker candidate stayed within it (docs/history.md).
         Screened on the causal-check prompts, so the final verification prompts are not the ones
         a candidate was picked on (no winner's curse in the reported numbers)."""
         rows = [self.screen_row(candidate, ability) for candidate in candidates]
