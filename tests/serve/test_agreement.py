@@ -168,3 +168,26 @@ def test_some_real_records_are_caught_mid_stream() -> None:
 
 def test_the_window_is_bounded() -> None:
     assert WINDOW_TOKENS >= 3 * DetectConfig().max_period and CHECK_EVERY <= WINDOW_TOKENS
+
+
+def test_the_proxy_records_each_finished_part_s_verdict() -> None:
+    import httpx
+
+    from loopfix.serve import ServeConfig
+
+    from .proxy import finish_reasons, metric, running_proxy, stream_events
+    from .scripted_upstream import ScriptedUpstream
+
+    labels = {"part": "content", "looping": "true", "cut": "true"}
+    body = {"model": "loop", "messages": [{"role": "user", "content": "Go."}], "max_tokens": 4000}
+    with ScriptedUpstream() as upstream:
+        with running_proxy(ServeConfig(upstream=upstream.url, action="observe")) as url:
+            before = metric(
+                httpx.get(url + "/metrics").text, "loopfix_part_verdicts_total", **labels
+            )
+            events = stream_events(url + "/v1/chat/completions", body)
+            assert finish_reasons(events) == ["length"]
+            after = metric(
+                httpx.get(url + "/metrics").text, "loopfix_part_verdicts_total", **labels
+            )
+    assert after == before + 1

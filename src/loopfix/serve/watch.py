@@ -61,6 +61,7 @@ WINDOW_TOKENS = 2048
 # Tokens between two window checks: the default holdback (64 tokens), so a loop only the window
 # sees is found before much more of it has passed the holdback.
 CHECK_EVERY = 64
+_BLOCK = 8192  # characters per block of the part's kept text
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ class PartWatcher:
             self.text += delta
         if delta:
             self._recent.append(delta)
+            if len(self._recent) >= 64:
+                self._seal()
         text = self._carry + delta
         trailing = _TRAILING_WORD.search(text)
         split = trailing.start() if trailing is not None else len(text)
@@ -269,11 +272,18 @@ class PartWatcher:
 
     # --- the whole part, for the judge --------------------------------------------------------
     def _seal(self) -> None:
-        if self._recent:
-            self._blocks.append("".join(self._recent))
+        """Join the recent deltas into a block; a small last block takes them in (blocks of
+        about `_BLOCK` characters: few objects, bounded copying)."""
+        if not self._recent:
+            return
+        joined = "".join(self._recent)
+        if self._blocks and len(self._blocks[-1]) < _BLOCK:
+            self._blocks[-1] += joined
+        else:
+            self._blocks.append(joined)
             self._block_starts.append(self._recent_start)
-            self._recent = []
-            self._recent_start = self._length
+        self._recent = []
+        self._recent_start = self._length
 
     def _slice(self, start: int, end: int) -> str:
         """Characters `[start, end)` of the part; the work is proportional to the slice."""
