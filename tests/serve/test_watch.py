@@ -65,7 +65,11 @@ def test_rewind_forgets_the_loop_and_finds_the_next_one() -> None:
     assert len(found_again) == 1 and found_again[0].onset >= before
 
 
-def test_without_keep_text_nothing_grows_with_the_stream() -> None:
+def test_without_keep_text_only_the_judge_keeps_the_part() -> None:
+    # Issue 37: the part's final verdict is detect_text on the whole part, so the watcher keeps
+    # the part's text (in a few large blocks) even without keep_text; the caller's text and token
+    # ends (for release and rescue) still stay empty.
     text = " ".join(f"w{i}x" for i in range(3000))
     watcher, _ = watch(text, 7, keep_text=False)
     assert watcher.tokens == len(split_text(text)) and watcher.text == "" and watcher.ends == []
+    assert watcher.whole_text() == text and len(watcher._blocks) <= len(text) // 4096 + 1

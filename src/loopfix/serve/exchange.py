@@ -215,11 +215,16 @@ class Exchange:
             outputs += self._finish(state, str(finish))
         return [] if observe else outputs  # under observe the event goes on untouched
 
-    def _feed(self, part: Part, text: str | None) -> Detection | None:
-        """Feed text (None: the part ended) and count the tokens it completed."""
+    def _feed(self, part: Part, text: str | None, cut: bool | None = None) -> Detection | None:
+        """Feed text (None: the part ended, `cut` as for `PartWatcher.finish`) and count the
+        tokens it completed."""
         before = part.watcher.tokens
-        found = part.watcher.finish() if text is None else part.watcher.feed(text)
+        found = part.watcher.finish(cut) if text is None else part.watcher.feed(text)
         self.metrics.stream_tokens.labels(part.name).inc(part.watcher.tokens - before)
+        if text is None and part.watcher.verdict is not None:
+            looping = "true" if part.watcher.verdict.looping else "false"
+            cut_label = "unknown" if cut is None else str(cut).lower()
+            self.metrics.verdicts.labels(part.name, looping, cut_label).inc()
         return found
 
     def _part(self, state: ChoiceState, name: str, field_name: str | None) -> Part:
@@ -236,11 +241,13 @@ class Exchange:
             part.fields.append(field_name)
         return part
 
-    def _close_part(self, state: ChoiceState, part: Part) -> list[dict]:
+    def _close_part(self, state: ChoiceState, part: Part, cut: bool | None = False) -> list[dict]:
+        """Close a part: `cut` as for `PartWatcher.finish` (a reasoning part that the answer
+        follows ended by itself: False)."""
         if part.closed:
             return []
         part.closed = True
-        found = self._feed(part, None)
+        found = self._feed(part, None, cut)
         outputs = self._on_loop(state, part, found) if found is not None else []
         if not state.settled:
             outputs += self._release(state, part, part.watcher.length)
@@ -252,13 +259,13 @@ class Exchange:
         outputs: list[dict] = []
         for part in list(state.parts.values()):
             if not state.settled and self.policy.action != "observe":
-                outputs += self._close_part(state, part)
+                outputs += self._close_part(state, part, cut=None)
         return outputs
 
     def _finish(self, state: ChoiceState, reason: str) -> list[dict]:
         outputs: list[dict] = []
         for part in list(state.parts.values()):
-            outputs += self._close_part(state, part)
+            outputs += self._close_part(state, part, cut=reason == "length")
             if state.settled:
                 return outputs
         if reason == "repetition":

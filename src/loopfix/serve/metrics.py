@@ -33,9 +33,17 @@ class ServeMetrics:
         )
         self.loops = Counter(
             "loopfix_loops_detected",
-            "Loops found (kind verbatim, near, or upstream for finish_reason 'repetition'), "
-            "by part and the action taken; a loop found again in a continuation counts again.",
+            "Loops found (detect_text's kind: verbatim, near, segment, semantic; or upstream "
+            "for finish_reason 'repetition'), mid-stream or at the part's finish, by part and "
+            "the action taken; a loop found again in a continuation counts again.",
             ["kind", "part", "action"],
+            registry=registry,
+        )
+        self.verdicts = Counter(
+            "loopfix_part_verdicts",
+            "Verdicts of detect_text on finished parts (the text as the part ended), by part, "
+            "looping (true or false) and cut (true: finish_reason 'length'; false; unknown).",
+            ["part", "looping", "cut"],
             registry=registry,
         )
         self.cuts = Counter(
