@@ -1,25 +1,28 @@
 """The `tasks` suite: short list tasks a 135M chat model can do, and loops on.
 
-Every item asks for one exact list (count from A to B, write a word K times, copy a list, the
-days of the week from a given day, the letters from X to Y, a small multiplication table). The
-correct answer itself repeats structure ("dog, dog, dog", "2 x 1 = 2 / 2 x 2 = 4 / ..."), so a
-guard that bans repetition can be caught breaking it, and the typical failure is a run-on: the
-model writes the list and does not stop (counting past B, the word forever). Items are generated
-from `--seed` and `--n` (item `index` of seed `s` depends on (s, index) only, so a smaller `--n`
-is a prefix of a larger one); families take turns (item i has family `FAMILIES[i % 6]`), and
-the family is in the id (`tasks-FAMILY-SEED-INDEX`) and in `meta.family`.
+Every item asks for one exact list, in four families: `count` (count from A to B), `repeat`
+(write a word K times, numbered), `copy` (copy a list made of a short pattern repeated) and
+`days` (the days of the week from one day to another). The correct answer itself repeats
+structure ("1. cat / 2. cat / 3. cat", "12, 30, 12, 30"), so a guard that bans repetition can
+be caught breaking it, and the typical failure is a run-on: the model writes the list and does
+not stop (counting past B, the week around again). Items are generated from `--seed` and `--n`
+(item `index` of seed `s` depends on (s, index) only, so a smaller `--n` is a prefix of a
+larger one); families take turns (item i has family `FAMILIES[i % 4]`), and the family is in
+the id (`tasks-FAMILY-SEED-INDEX`) and in `meta.family`.
 
-The prompts are chats: one or two worked examples as earlier turns, then the question. The
-wording and the examples were chosen on seeds 0-2 and reported on seed 100 (docs/suites-tasks.md).
+The prompts are chats, `count` and `days` with one worked example as an earlier turn. The
+families and the wording were chosen on seeds 0-2 and reported on seed 100, never looked at
+while choosing (docs/suites-tasks.md, with the families that were tried and dropped).
 
 The `tasks` checker (`check_task`) is exact about content and lenient about format: it reads
-the answer as a list (lines, commas, semicolons, "and"; bullets and "1." numbering stripped; an
-intro up to a colon, such as "Here are the numbers:", dropped), keeps the entries that look like
-items of the family (a whole number, a day name, a letter, the asked word, an "a x b = c" line;
-other prose is ignored) and wants exactly the expected items, in order, from an answer that
-ended by itself. So a correct list followed by more items is wrong, and so is an answer cut at
-the token limit: the user asked for a list that stops, and a run-on that swallowed the answer
-did not give it (a guard that makes the model stop there recovers it).
+the answer as a list (lines, commas, semicolons, "and"; bullets and "1." numbering stripped; on
+a line, an intro up to a colon, such as "The list is:", dropped), keeps the entries that are
+items of the family's kind (a whole number for `count`, a day name for `days`, one word or
+number for `repeat` and `copy`; longer prose is ignored) and wants exactly the expected items,
+in order, from an answer that ended by itself. So a correct list followed by more items is
+wrong, and so is an answer cut at the token limit: the user asked for a list that stops, and a
+run-on that swallowed the answer did not give it (a guard that makes the model stop there
+recovers it).
 """
 
 from __future__ import annotations
@@ -31,10 +34,19 @@ from typing import Any
 
 from loopfix.suites.items import SuiteItem
 
-__all__ = ["FAMILIES", "check_task", "family_of", "list_items", "tasks_suite"]
+__all__ = [
+    "FAMILIES",
+    "check_task",
+    "family_of",
+    "family_rows",
+    "item_of",
+    "list_items",
+    "starts_with_answer",
+    "task_item",
+    "tasks_suite",
+]
 
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _WORDS = ("apple", "blue", "hello", "tree", "star", "cat", "yes", "moon", "rain", "book", "fish")
 _COPY_WORDS = ("red", "blue", "green", "cat", "dog", "sun", "one", "two", "up", "down", "tea")
 
@@ -53,67 +65,33 @@ def _chat(examples: list[tuple[str, str]], question: str) -> Chat:
 def _count(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
     start = rng.randint(1, 40)
     stop = start + rng.randint(4, 12)
-    examples = [
-        ("Count from 3 to 9.", "3, 4, 5, 6, 7, 8, 9"),
-        ("Count from 11 to 14.", "11, 12, 13, 14"),
-    ]
+    examples = [("Count from 3 to 9.", "3, 4, 5, 6, 7, 8, 9")]
     return examples, f"Count from {start} to {stop}.", [str(k) for k in range(start, stop + 1)]
 
 
 def _repeat(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
-    word, times = rng.choice(_WORDS), rng.randint(2, 8)
-    examples = [
-        ('Write the word "dog" 3 times.', "dog, dog, dog"),
-        ('Write the word "sun" 5 times.', "sun, sun, sun, sun, sun"),
-    ]
-    return examples, f'Write the word "{word}" {times} times.', [word] * times
+    word, times = rng.choice(_WORDS), rng.randint(2, 7)
+    return [], f'Write "{word}" {times} times, numbered from 1 to {times}.', [word] * times
 
 
 def _copy(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
     # A short pattern repeated: the answer repeats structure by construction.
-    pattern = rng.sample(_COPY_WORDS, rng.randint(2, 3))
-    items = pattern * rng.randint(2, 4)
+    if rng.random() < 0.5:
+        pattern = [str(number) for number in rng.sample(range(1, 31), rng.randint(2, 3))]
+    else:
+        pattern = rng.sample(_COPY_WORDS, rng.randint(2, 3))
+    items = pattern * rng.randint(2, 3)
     return [], f"Copy this list exactly: {', '.join(items)}", items
 
 
 def _days(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
-    first, count = rng.randrange(7), rng.randint(3, 7)
+    first, count = rng.randrange(7), rng.randint(2, 6)
     examples = [
-        ("List 3 days of the week, starting from Tuesday.", "Tuesday, Wednesday, Thursday"),
-        (
-            "List 5 days of the week, starting from Friday.",
-            "Friday, Saturday, Sunday, Monday, Tuesday",
-        ),
+        ("List the days of the week from Tuesday to Thursday.", "Tuesday, Wednesday, Thursday")
     ]
     items = [DAYS[(first + k) % 7] for k in range(count)]
-    return examples, f"List {count} days of the week, starting from {DAYS[first]}.", items
-
-
-def _letters(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
-    first = rng.randrange(18)
-    last = min(first + rng.randint(3, 8), 25)
-    examples = [
-        ("Write the letters from B to E.", "B, C, D, E"),
-        ("Write the letters from J to P.", "J, K, L, M, N, O, P"),
-    ]
-    question = f"Write the letters from {LETTERS[first]} to {LETTERS[last]}."
-    return examples, question, list(LETTERS[first : last + 1])
-
-
-def _table(rng: random.Random) -> tuple[list[tuple[str, str]], str, list[str]]:
-    base, upto = rng.choice((2, 3, 4, 5, 10)), rng.randint(3, 8)
-    examples = [
-        (
-            "Write the multiplication table of 2 up to 2 x 4.",
-            "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n2 x 4 = 8",
-        ),
-        (
-            "Write the multiplication table of 10 up to 10 x 6.",
-            "\n".join(f"10 x {k} = {10 * k}" for k in range(1, 7)),
-        ),
-    ]
-    question = f"Write the multiplication table of {base} up to {base} x {upto}."
-    return examples, question, [f"{base} x {k} = {base * k}" for k in range(1, upto + 1)]
+    question = f"List the days of the week from {items[0]} to {items[-1]}."
+    return examples, question, items
 
 
 _MAKERS: dict[str, Maker] = {
@@ -121,28 +99,25 @@ _MAKERS: dict[str, Maker] = {
     "repeat": _repeat,
     "copy": _copy,
     "days": _days,
-    "letters": _letters,
-    "table": _table,
 }
 FAMILIES: tuple[str, ...] = tuple(_MAKERS)
 
 
+def task_item(seed: int, index: int) -> SuiteItem:
+    """Item `index` of the suite of `seed` (it depends on these two only)."""
+    family = FAMILIES[index % len(FAMILIES)]
+    examples, question, expected = _MAKERS[family](random.Random(f"tasks:{seed}:{index}"))
+    return SuiteItem(
+        id=f"tasks-{family}-{seed}-{index}",
+        messages=_chat(examples, question),
+        answer=", ".join(expected),
+        checker="tasks",
+        meta={"family": family, "items": expected},
+    )
+
+
 def tasks_suite(n: int, seed: int) -> list[SuiteItem]:
-    items = []
-    for index in range(n):
-        family = FAMILIES[index % len(FAMILIES)]
-        rng = random.Random(f"tasks:{seed}:{index}")
-        examples, question, expected = _MAKERS[family](rng)
-        items.append(
-            SuiteItem(
-                id=f"tasks-{family}-{seed}-{index}",
-                messages=_chat(examples, question),
-                answer=", ".join(expected) if family != "table" else "\n".join(expected),
-                checker="tasks",
-                meta={"family": family, "items": expected},
-            )
-        )
-    return items
+    return [task_item(seed, index) for index in range(n)]
 
 
 def family_of(prompt_id: str) -> str:
@@ -150,11 +125,16 @@ def family_of(prompt_id: str) -> str:
     return prompt_id.split("-")[1]
 
 
+def item_of(prompt_id: str) -> SuiteItem:
+    """The `tasks` item a prompt id names, regenerated from its seed and index."""
+    _, _, seed, index = prompt_id.split("-")
+    return task_item(int(seed), int(index))
+
+
 # --- the checker ---------------------------------------------------------------------------
 
 _MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\))\s+")
 _SPLIT = re.compile(r"[,;]|\band\b|\bthen\b")
-_EQUATION = re.compile(r"^(\d+)\s*(?:x|×|\*|times)\s*(\d+)\s*=\s*(\d+)$")
 
 
 def _clean(entry: str) -> str:
@@ -178,32 +158,32 @@ def list_items(text: str) -> list[str]:
     return entries
 
 
-def _normal_equation(entry: str) -> str | None:
-    found = _EQUATION.match(entry)
-    return None if found is None else f"{found[1]} x {found[2]} = {found[3]}"
+def _is_item(family: str) -> Callable[[str], bool]:
+    """Whether a cleaned entry is an item of the family's kind (prose is not)."""
+    if family == "count":
+        return str.isdigit
+    if family == "days":
+        return {day.casefold() for day in DAYS}.__contains__
+    # repeat, copy: one word or number (an intro or a comment is longer than one word)
+    return lambda entry: entry.isalnum()
 
 
 def _items_of_kind(entries: list[str], family: str, expected: list[str]) -> list[str]:
-    """The entries that are items of the family's kind, normalized."""
-    if family == "table":
-        return [eq for entry in entries if (eq := _normal_equation(entry)) is not None]
-    if family == "count":
-        is_item: Callable[[str], bool] = str.isdigit
-    elif family == "days":
-        names = {day.casefold() for day in DAYS}
-        is_item = names.__contains__
-    elif family == "letters":
-        is_item = lambda entry: len(entry) == 1 and entry.isalpha()  # noqa: E731
-    else:  # repeat, copy: the words the list is made of (prose is longer than one word)
-        words = {item.casefold() for item in expected}
-        is_item = words.__contains__
+    """The entries that are items of the family's kind. An entry made only of expected items
+    separated by spaces ("dog dog dog", "3 4 5") counts as those items."""
+    is_item, vocabulary = _is_item(family), set(expected)
     found = []
     for entry in entries:
         if is_item(entry):
             found.append(entry)
-        elif (words := entry.split()) and all(map(is_item, words)):
-            found += words  # "dog dog dog", "3 4 5"
+        elif (words := entry.split()) and all(word in vocabulary for word in words):
+            found += words
     return found
+
+
+def _found_and_expected(text: str, meta: dict[str, Any]) -> tuple[list[str], list[str]]:
+    expected = [str(item).casefold() for item in meta["items"]]
+    return _items_of_kind(list_items(text), meta["family"], expected), expected
 
 
 def check_task(text: str, meta: dict[str, Any], stopped: bool) -> bool:
@@ -211,18 +191,27 @@ def check_task(text: str, meta: dict[str, Any], stopped: bool) -> bool:
     then stops (see the module docstring)."""
     if not stopped:
         return False
-    expected = [str(item).casefold() for item in meta["items"]]
-    return _items_of_kind(list_items(text), meta["family"], expected) == expected
+    found, expected = _found_and_expected(text, meta)
+    return found == expected
+
+
+def starts_with_answer(text: str, meta: dict[str, Any]) -> bool:
+    """Whether the items of `text` begin with the whole expected list (what follows aside):
+    the run-on that `check_task` rejects wrote the answer first, so a guard that stopped it
+    there would have recovered it."""
+    found, expected = _found_and_expected(text, meta)
+    return found[: len(expected)] == expected
 
 
 # --- per-family results --------------------------------------------------------------------
 
 
 def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
-    """Per family and temperature (then "all" families): samples, successes, loops, cuts, and
-    `loops_recoverable`: loops whose prompt is answered correctly by some other sample of
+    """Per family and temperature (then "all" families): samples, successes, loops, cuts;
+    `loops_solved_elsewhere`: loops whose prompt is answered correctly by some other sample of
     `samples` (another temperature or sampling seed), i.e. loops that cost an answer the model
-    can give. `samples` are `loopfix.records.Sample`s of `tasks` items."""
+    can give; `loops_with_answer`: loops whose text begins with the whole correct list
+    (`starts_with_answer`). `samples` are `loopfix.records.Sample`s of `tasks` items."""
     from loopfix.scan.summary import is_loop  # here: loopfix.scan imports the suites
 
     solved = {sample.prompt_id for sample in samples if sample.correct}
@@ -247,7 +236,11 @@ def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
                 "success": sum(bool(sample.correct) for sample in group),
                 "loop": len(loops),
                 "cut": sum(sample.finish_reason == "length" for sample in group),
-                "loops_recoverable": sum(sample.prompt_id in solved for sample in loops),
+                "loops_solved_elsewhere": sum(sample.prompt_id in solved for sample in loops),
+                "loops_with_answer": sum(
+                    starts_with_answer(sample.text, item_of(sample.prompt_id).meta)
+                    for sample in loops
+                ),
             }
         )
     return rows
@@ -260,15 +253,16 @@ def format_family_rows(rows: list[dict[str, Any]]) -> str:
         return f"{count} ({count / n:.0%})" if n else "–"
 
     lines = [
-        "| T | family | n | success | loop | cut | loops solved elsewhere |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| T | family | n | success | loop | cut | loops solved elsewhere | loops with answer |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         n = row["n"]
         lines.append(
             f"| {row['temperature']:g} | {row['family']} | {n} | {cell(row['success'], n)} | "
             f"{cell(row['loop'], n)} | {cell(row['cut'], n)} | "
-            f"{row['loops_recoverable']} of {row['loop']} |"
+            f"{row['loops_solved_elsewhere']} of {row['loop']} | "
+            f"{row['loops_with_answer']} of {row['loop']} |"
         )
     return "\n".join(lines)
 
