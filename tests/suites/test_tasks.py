@@ -14,6 +14,7 @@ from loopfix.suites.tasks import (
     format_family_rows,
     item_of,
     list_items,
+    main,
     starts_with_answer,
     tasks_suite,
 )
@@ -174,3 +175,18 @@ def test_family_rows_count_loops_that_cost_an_answer() -> None:
     assert "| 0 | all | 2 | 0 (0%) | 2 (100%) | 2 (100%) | 2 of 2 | 1 of 2 |" in (
         format_family_rows(family_rows(samples))
     )
+
+
+def test_main_reads_runs_and_counts_a_shared_sample_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    count = tasks_suite(1, 0)[0]
+    greedy = _sample(count.id, 0.0, count.answer or "", cut=False, looping=False)
+    sampled = _sample(count.id, 0.6, "1, 2", cut=False, looping=False)
+    for name, samples in (("a", [greedy, sampled]), ("b", [sampled])):
+        (tmp_path / name).mkdir()
+        lines = [json.dumps(sample.to_dict()) for sample in samples]
+        (tmp_path / name / "records.jsonl").write_text("\n".join(lines) + "\n")
+    main([str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    assert "| 0 | count | 1 | 1 (100%) |" in out and "| 0.6 | count | 1 | 0 (0%) |" in out

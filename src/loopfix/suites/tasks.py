@@ -270,15 +270,16 @@ def format_family_rows(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """`python -m loopfix.suites.tasks RUN_DIR [RUN_DIR ...]`: the per-family table of the
     records of one or more scans of the `tasks` suite (runs of the same prompts at other
-    temperatures or seeds count for `loops solved elsewhere`)."""
+    temperatures or sampling seeds count for `loops solved elsewhere`)."""
     import sys
     from pathlib import Path
 
     from loopfix.records import read_samples
 
     runs = sys.argv[1:] if argv is None else argv
-    samples = [s for run in runs for s in read_samples(Path(run) / "records.jsonl")]
-    print(format_family_rows(family_rows(samples)))
+    # A sample held by two runs (the same seed and settings) counts once.
+    samples = {s.key: s for run in runs for s in read_samples(Path(run) / "records.jsonl")}
+    print(format_family_rows(family_rows(list(samples.values()))))
 
 
 if __name__ == "__main__":
