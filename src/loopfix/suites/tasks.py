@@ -138,17 +138,19 @@ _SPLIT = re.compile(r"[,;]|\band\b|\bthen\b")
 
 
 def _clean(entry: str) -> str:
-    entry = entry.replace("**", "").strip().strip("\"'`“”‘’").strip()
+    # A marker can also start an entry inside a line: "1. red, 2. up, 3. red".
+    entry = _MARKER.sub("", entry.replace("**", "")).strip().strip("\"'`“”‘’").strip()
     return entry.rstrip(".!").strip().casefold()
 
 
 def list_items(text: str) -> list[str]:
     """The entries of a text read as a list, cleaned and case-folded: one per line, comma,
-    semicolon or "and"; list markers ("-", "*", "1.", "2)") stripped; on a line with a colon
-    followed by a space or the line's end, only what follows the last such colon (an intro
-    like "Here are the numbers from 3 to 7:" or a label like "Cat:"). An entry whose
-    whitespace-separated words are all single items ("dog dog dog") is not split here; the
-    checker splits it when every word is an item."""
+    semicolon or "and"; list markers ("-", "*", "1.", "2)") stripped at the start of a line
+    and of an entry ("1. red, 2. up"); on a line with a colon followed by a space or the
+    line's end, only what follows the last such colon (an intro like "Here are the numbers
+    from 3 to 7:" or a label like "Cat:"). An entry whose whitespace-separated words are all
+    single items ("dog dog dog") is not split here; the checker splits it when every word is
+    an item."""
     entries = []
     for line in text.splitlines():
         line = _MARKER.sub("", line)
@@ -207,14 +209,23 @@ def starts_with_answer(text: str, meta: dict[str, Any]) -> bool:
 
 
 def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
-    """Per family and temperature (then "all" families): samples, successes, loops, cuts;
+    """Per family and temperature (then "all" families): samples, successes (judged by this
+    module's checker, not the record's stored verdict), loops, cuts;
     `loops_solved_elsewhere`: loops whose prompt is answered correctly by some other sample of
     `samples` (another temperature or sampling seed), i.e. loops that cost an answer the model
     can give; `loops_with_answer`: loops whose text begins with the whole correct list
     (`starts_with_answer`). `samples` are `loopfix.records.Sample`s of `tasks` items."""
-    from loopfix.scan.summary import is_loop  # here: loopfix.scan imports the suites
+    # Imported here: loopfix.scan and the checkers import this module.
+    from loopfix.scan.summary import is_loop
+    from loopfix.suites.checkers import answer_part
 
-    solved = {sample.prompt_id for sample in samples if sample.correct}
+    def correct(sample: Any) -> bool:
+        # Judged again by this checker: a record keeps the verdict of the one it was scanned with.
+        meta = item_of(sample.prompt_id).meta
+        return check_task(answer_part(sample.text), meta, sample.finish_reason == "stop")
+
+    verdicts = {sample.key: correct(sample) for sample in samples}
+    solved = {sample.prompt_id for sample in samples if verdicts[sample.key]}
     groups: dict[tuple[str, float], list[Any]] = {}
     for sample in samples:
         if sample.finish_reason == "error":
@@ -233,12 +244,12 @@ def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
                 "family": family,
                 "temperature": temperature,
                 "n": len(group),
-                "success": sum(bool(sample.correct) for sample in group),
+                "success": sum(verdicts[sample.key] for sample in group),
                 "loop": len(loops),
                 "cut": sum(sample.finish_reason == "length" for sample in group),
                 "loops_solved_elsewhere": sum(sample.prompt_id in solved for sample in loops),
                 "loops_with_answer": sum(
-                    starts_with_answer(sample.text, item_of(sample.prompt_id).meta)
+                    starts_with_answer(answer_part(sample.text), item_of(sample.prompt_id).meta)
                     for sample in loops
                 ),
             }
