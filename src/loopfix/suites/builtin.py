@@ -1,4 +1,5 @@
-"""Built-in suites, generated from a seed (no download): `stargraph`, `arith` and `sequence`.
+"""Built-in suites, generated from a seed (no download): `stargraph`, `arith`, `sequence` and
+`tasks`.
 
 - `stargraph`: graphs from the testbed's generator (`loopfix.lab.stargraph`, pure Python), the
   prompt is the rendered token sequence, the graph travels in `meta` for the `stargraph` checker.
@@ -6,6 +7,8 @@
   checker (a `\\boxed{}` answer, else an answer phrase, else the last number).
 - `sequence`: continue a number sequence by exactly K terms, `sequence` checker. Enumerating
   is what chat models run away with: they keep listing terms past K, or repeat the list.
+- `tasks`: exact short lists a 135M chat model can write and runs on past (count from A to B,
+  a word K times, ...; `loopfix.suites.tasks`, `tasks` checker).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 
 from loopfix.lab.stargraph import make_graphs, render
 from loopfix.suites.items import SuiteItem
+from loopfix.suites.tasks import tasks_suite
 
 __all__ = ["BUILTIN_SUITES", "arith_suite", "sequence_suite", "stargraph_suite"]
 
@@ -131,4 +135,5 @@ BUILTIN_SUITES: dict[str, Callable[[int, int], list[SuiteItem]]] = {
     "stargraph": stargraph_suite,
     "arith": arith_suite,
     "sequence": sequence_suite,
+    "tasks": tasks_suite,
 }

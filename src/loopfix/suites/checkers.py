@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
+from loopfix.suites.tasks import check_task
 
 __all__ = [
     "ANSWER_PHRASES",
@@ -150,13 +151,15 @@ def check_answer(
     """Whether `text` answers correctly under `checker`; None when there is nothing to judge.
 
     stopped: generation ended by itself (not cut at the token limit), which the stargraph
-    checker requires of a successful walk.
+    checker requires of a successful walk and the tasks checker of a correct list.
     """
     if checker is None:
         return None
     part = answer_part(text)
     if checker == "stargraph":
         return _check_stargraph(part, meta, stopped)
+    if checker == "tasks":
+        return check_task(part, meta, stopped)
     if checker.startswith("regex:"):
         return re.search(checker.removeprefix("regex:"), part) is not None
     if answer is None:

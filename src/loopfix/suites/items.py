@@ -2,8 +2,8 @@
 
 One line per item: `id`, `prompt` (a string) or `messages` (a chat, a list of
 `{"role", "content"}`), optional `answer`, optional `checker` (`exact`, `boxed`, `numeric`,
-`final-number`, `sequence`, `stargraph`, or `regex:PATTERN`), and free `meta`. A malformed line
-is an error that names the file, the line and the field, never a skipped item.
+`final-number`, `sequence`, `stargraph`, `tasks`, or `regex:PATTERN`), and free `meta`. A
+malformed line is an error that names the file, the line and the field, never a skipped item.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ CHECKERS: tuple[str, ...] = (
     "final-number",
     "sequence",
     "stargraph",
+    "tasks",
 )
 _FIELDS = {"id", "prompt", "messages", "answer", "checker", "meta"}
 
