@@ -121,7 +121,7 @@ def detect_command(
     """
     from loopfix.atomic import check_output_path, write_text_atomic
     from loopfix.detect import detect_text
-    from loopfix.detect.inputs import InputError, read_inputs
+    from loopfix.detect.inputs import EmptyInputError, InputError, read_inputs
 
     configs = _configs(semantic, min_repeats=min_repeats, min_span=min_span)
     policy = _decoding(decoding)
@@ -130,7 +130,12 @@ def detect_command(
     rows: list[dict[str, object]] = []
     unreadable: list[InputError] = []
     looping_cut: int | None = None  # None: no input says whether it was cut
-    for item in read_inputs(path, field, policy):
+    try:
+        # detect/ imports nothing else of ours, so its errors become one line here
+        items = list(read_inputs(path, field, policy))
+    except EmptyInputError as error:
+        raise OptionError(str(error)) from None
+    for item in items:
         if isinstance(item, InputError):
             unreadable.append(item)
             continue

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopfix.detect.config import COUNT_LIMIT
-from loopfix.errors import LoopfixError
 
 FieldPath = tuple[str | int, ...]
 Decoding = Literal["strict", "replace"]
@@ -32,7 +31,7 @@ ID_FIELDS = ("id", "prompt_id")
 """Fields that name a record (OpenAI responses, loopfix scan records), first found wins."""
 
 
-class EmptyInputError(LoopfixError):
+class EmptyInputError(ValueError):
     """An input with nothing to check: an empty verdict table would read as a pass."""
 
 
