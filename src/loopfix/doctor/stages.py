@@ -143,7 +143,8 @@ def measure_stage(
             if config.measure_backend == "vllm" or (records.is_file() and records.stat().st_size):
                 raise
             report(f"[measure] {error}; measuring on hf instead")
-            (folder / "scan.json").unlink()  # the identity of a scan that generated nothing
+            # the identity of a scan that generated nothing (none when vLLM died loading)
+            (folder / "scan.json").unlink(missing_ok=True)
     backend, testbed = open_measure_backend(config)
     try:
         resolved = config.resolved(testbed)
