@@ -22,13 +22,13 @@ import sys
 from collections import deque
 from pathlib import Path
 
-import loopfix
 from loopfix.atomic import write_text_atomic
 from loopfix.backends.base import BackendError
 from loopfix.backends.vllm import cpu_process_env
 from loopfix.progress import Progress
 from loopfix.repair.stages import note_peak, peak_rss_mib
 from loopfix.scan.config import ScanConfig
+from loopfix.vllm_venv import SOURCE
 
 __all__ = ["MESSAGE_PREFIX", "VLLMScanFailed", "scan_under_vllm"]
 
@@ -49,9 +49,8 @@ def scan_under_vllm(
     out.mkdir(parents=True, exist_ok=True)
     job = out / "vllm_scan.json"
     write_text_atomic(job, config.model_dump_json())
-    source = Path(loopfix.__file__).resolve().parents[1]  # this very loopfix, not the venv's
     env = cpu_process_env(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])),
         OMP_NUM_THREADS=str(threads),
     )
     command = [str(python), "-m", "loopfix.backends.vllm_scan", str(job)]
