@@ -21,9 +21,9 @@ from loopfix.repair.sources.loops import Loop, loops_again
 from loopfix.repair.sources.outcome import OutcomeSource
 from loopfix.repair.sources.records import PairRequest, ScanRecords, read_records
 from loopfix.repair.sources.rescue import RescueSource
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
+from loopfix.stages import StageClock
 
 MODEL = "loopfix:stargraph"
 GENERATION = RepairConfig(gen_batch_size=64)

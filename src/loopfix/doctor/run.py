@@ -52,7 +52,7 @@ from loopfix.doctor.stages import (
 )
 from loopfix.progress import ProgressFactory, line_progress
 from loopfix.repair import RepairConfig
-from loopfix.repair.stages import StageClock
+from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

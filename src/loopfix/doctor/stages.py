@@ -130,7 +130,7 @@ def measure_stage(
     if measure_backend_name(config) == "vllm":
         import torch
 
-        from loopfix.backends.vllm_scan import VLLMScanFailed, scan_under_vllm
+        from loopfix.scan.vllm_scan import VLLMScanFailed, scan_under_vllm
 
         resolved = config.resolved(testbed=False)  # the choice of vllm excludes a testbed
         scan = scan_config(resolved, folder, resolved.temperatures, backend="vllm")

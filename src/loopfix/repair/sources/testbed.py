@@ -21,8 +21,8 @@ from loopfix.lab.stargraph import BACK_ID, PAD_ID, StarGraph, make_graph, teache
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig
+from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
