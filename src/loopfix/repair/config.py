@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.cpu import native_bf16
+from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS, Temperature
 
 __all__ = [
     "PLAIN_TEXT",
     "SUITE_CAP",
-    "TESTBED_CAP",
     "TEXT_DEFAULTS",
     "RepairConfig",
     "SourceName",
@@ -23,10 +23,9 @@ __all__ = [
 
 SourceName = Literal["testbed", "scan", "rescue", "outcome"]
 
-# Generation caps when none is given. A star-graph walk is over in a few dozen tokens, so 48
-# shows its loops; a chat model's answer to an `arith` prompt runs 100-250 tokens, and at 48
-# SmolLM2's loops (periods up to 125 tokens) would be cut before their first repeat.
-TESTBED_CAP = 48
+# Generation caps when none is given: a star-graph walk's (`lab.stargraph.WALK_CAP`, 48); a chat
+# model's answer to an `arith` prompt runs 100-250 tokens, and at 48 SmolLM2's loops (periods up
+# to 125 tokens) would be cut before their first repeat.
 SUITE_CAP = 256
 
 # The defaults of a repair from scan records (a suite or records given) where they differ from
@@ -135,7 +134,7 @@ class RepairConfig(BaseModel):
         None,
         ge=8,
         description=f"generation cap of the testbed's walks and of the own scan on a suite; None: "
-        f"{TESTBED_CAP} on the testbed, {SUITE_CAP} on a suite",
+        f"{WALK_CAP} on the testbed, {SUITE_CAP} on a suite",
     )
     verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
     control_seed: int = Field(
@@ -242,7 +241,7 @@ class RepairConfig(BaseModel):
         """The generation cap in force (`max_new_tokens`, or the default for the source)."""
         if self.max_new_tokens is not None:
             return self.max_new_tokens
-        return SUITE_CAP if self.suite is not None or self.records is not None else TESTBED_CAP
+        return SUITE_CAP if self.suite is not None or self.records is not None else WALK_CAP
 
     @model_validator(mode="after")
     def _search_is_installed(self) -> RepairConfig:
