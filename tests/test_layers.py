@@ -119,7 +119,7 @@ def eager_nodes(tree: ast.Module) -> set[int]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.stmt):
                 pending.append(child)
-            elif isinstance(child, ast.excepthandler):
+            elif isinstance(child, ast.ExceptHandler):
                 pending.extend(child.body)
     return found
 

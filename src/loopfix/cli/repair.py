@@ -9,7 +9,7 @@ import typer
 
 from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console
 from loopfix.cli.options import cli_default, field_help, option, option_values
-from loopfix.repair.config import SUITE, RepairConfig
+from loopfix.repair.config import SUITE, PresetName, RepairConfig
 
 
 def by_source(name: str) -> Any:
@@ -71,7 +71,7 @@ def repair_command(
     at_least(1, threads=threads)
     check_output_path(out, folder=True)  # before minutes of work, not after
     values = {name: value for name, value in locals().items() if name in RepairConfig.model_fields}
-    preset = "suite" if suite is not None or records is not None else "testbed"
+    preset: PresetName = "suite" if suite is not None or records is not None else "testbed"
     config = RepairConfig.preset(preset, **option_values(RepairConfig, values))
     torch.set_num_threads(threads)
     result = run_repair(
