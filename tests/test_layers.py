@@ -8,11 +8,12 @@ What counts as an import of one of ours:
   checker follows it); relative imports are resolved;
 - a module named as a string in a `lazy_exports(...)` table (loopfix.lazy), since that is an
   import made on first use.
-The layer check applies to all of them. The cycle check follows only the imports that run when
-a module is imported, i.e. module-level statements, TYPE_CHECKING blocks included (a cycle
-that only the type checker sees still ties two modules into one); imports inside functions and
-lazy exports are deferred by design and form no cycle, but they may point only where the table
-allows, so they cannot leave a layer either.
+The layer check applies to all of them. The cycle check follows the module-level imports only:
+those that run when a module is imported (class bodies and if/try blocks included) and those
+under TYPE_CHECKING (a cycle that only the type checker sees still ties two modules into one);
+imports inside functions and lazy exports are deferred by design and form no cycle, but they
+may point only where the table allows, so they cannot leave a layer either. A module name
+computed at run time (`importlib.import_module(name)`) is not seen.
 
 A package or top-level module that has no row in the table fails the test with a message that
 asks for its row, so a new package (such as an `engine/` moved out of `backends/`) is placed in
@@ -107,8 +108,8 @@ def exists(module: str, root: Path) -> bool:
 
 
 def eager_nodes(tree: ast.Module) -> set[int]:
-    """ids of the nodes that run at import: module body, recursing into if/try/with blocks but
-    not into function or class bodies (class bodies run, but no module here imports in one)."""
+    """ids of the module-level nodes: the module body, recursing into if/try/with blocks and
+    class bodies (they run at import), not into function bodies."""
     found: set[int] = set()
     pending: list[ast.stmt] = list(tree.body)
     while pending:
