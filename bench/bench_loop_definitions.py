@@ -23,10 +23,10 @@ from pathlib import Path
 
 from loopfix.detect import DetectConfig, find_periodic_tail
 from loopfix.lab.config import LabEvalConfig
-from loopfix.lab.evaluate import evaluate_testbed
 from loopfix.models import load_model
 from loopfix.records import Sample, read_samples
 from loopfix.scan.summary import is_loop
+from loopfix.scan.testbed import evaluate_testbed
 
 
 def definitions(cap: int) -> dict[str, Callable[[Sample], bool]]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loopfix._version import __version__
 from loopfix.lazy import lazy_exports
-
-__version__ = "0.1.0"
 
 # name -> module that defines it
 _API = {

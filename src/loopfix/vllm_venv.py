@@ -5,3 +5,7 @@ from pathlib import Path
 
 VLLM_PYTHON = Path(".venv-vllm/bin/python")
 """The default python of the vLLM venv, relative to the working directory."""
+
+SOURCE = Path(__file__).resolve().parents[1]
+"""The folder that holds this very loopfix package (not the vLLM venv's copy, if it has one):
+what a vLLM child process puts first on its PYTHONPATH."""

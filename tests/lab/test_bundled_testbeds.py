@@ -6,8 +6,8 @@ Measured here on real generations every run; nothing is read from a stored resul
 import pytest
 
 from loopfix.lab.config import LabEvalConfig
-from loopfix.lab.evaluate import LabEvaluation, evaluate_testbed
 from loopfix.models import load_model
+from loopfix.scan.testbed import LabEvaluation, evaluate_testbed
 
 pytestmark = pytest.mark.slow
 

@@ -9,13 +9,13 @@ import torch
 from typer.testing import CliRunner
 
 from loopfix.cli import app
-from loopfix.lab.evaluate import testbed_config as task_config  # pytest collects test*
 from loopfix.lab.stargraph import make_graphs
 from loopfix.models import load_model, write_matrix
 from loopfix.patch import EditRequest, EditSite, build_patch, save_patch
 from loopfix.patch.edit import top_columns
 from loopfix.patch.export import PATCH_COPY_DIR
 from loopfix.patch.sites import site_module, site_orientation
+from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*
 from tests.backends.greedy import assert_same_greedy
 from tests.vllm_server import NEEDS_VLLM, vllm_server
 

@@ -11,7 +11,6 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from loopfix.cli import app
-from loopfix.lab.evaluate import testbed_config as task_config  # pytest collects test*
 from loopfix.lab.stargraph import PAD_ID
 from loopfix.models import load_model
 from loopfix.patch import build_patch
@@ -23,6 +22,7 @@ from loopfix.repair.optuna_search import Scored, optuna_search
 from loopfix.repair.probe import class_means
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
+from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*
 
 # Layer 0's o_proj carries the testbed's copy mode (docs/history.md); layer 2 is the runner-up.
 LAYERS = [0, 2]

@@ -1,6 +1,7 @@
 """`loopfix repair` on a model that is not a testbed: branches and verification from scans."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -182,10 +183,11 @@ def test_default_text_source_pairs_runs_where_a_prompt_has_two(
         )
         run_scan(scan)
         runs[name] = scan.out / "records.jsonl"
-    assert source_for(RepairConfig(suite="arith", records=runs["one"])).name == "rescue"
-    assert source_for(RepairConfig(suite="arith", records=runs["two"].parent)).name == "outcome"
-    assert source_for(RepairConfig(suite="arith")).name == "outcome"  # own scan: T=0 and 0.6
-    assert source_for(RepairConfig(suite="arith", temperatures=(0.0,))).name == "rescue"
+    suite = partial(RepairConfig.preset, "suite", suite="arith")
+    assert source_for(suite(records=runs["one"])).name == "rescue"
+    assert source_for(suite(records=runs["two"].parent)).name == "outcome"
+    assert source_for(suite()).name == "outcome"  # own scan: T=0 and 0.6
+    assert source_for(suite(temperatures=(0.0,))).name == "rescue"
     out = tmp_path / "out"
     result = runner.invoke(
         app, ["repair", str(tiny_folder), "--records", str(runs["two"]), "--out", str(out)]

@@ -21,9 +21,9 @@ from loopfix.repair.sources.loops import Loop, loops_again
 from loopfix.repair.sources.outcome import OutcomeSource
 from loopfix.repair.sources.records import PairRequest, ScanRecords, read_records
 from loopfix.repair.sources.rescue import RescueSource
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
+from loopfix.stages import StageClock
 
 MODEL = "loopfix:stargraph"
 GENERATION = RepairConfig(gen_batch_size=64)
@@ -135,15 +135,16 @@ def test_records_without_loops_are_refused_in_one_line(
     shutil.copy(scanned.parent / "scan.json", quiet / "scan.json")
     kept = [s for s in read_samples(scanned) if not is_loop(s)]
     (quiet / "records.jsonl").write_text("".join(json.dumps(s.to_dict()) + "\n" for s in kept))
-    config = RepairConfig(source="rescue", records=quiet / "records.jsonl")
+    config = RepairConfig.preset("suite", source="rescue", records=quiet / "records.jsonl")
     with pytest.raises(RepairInputError, match="holds no looping sample"):
         source_for(config).build(model, tokenizer, MODEL, tmp_path, config, StageClock(print))
 
 
 def test_the_source_is_picked_from_the_config() -> None:
     assert source_for(RepairConfig()).name == "testbed"
-    assert source_for(RepairConfig(suite="arith", source="rescue")).name == "rescue"
-    assert source_for(RepairConfig(suite="arith", source="outcome")).name == "outcome"
+    assert source_for(RepairConfig.preset("suite", suite="arith", source="rescue")).name == "rescue"
+    suite = RepairConfig.preset("suite", suite="arith", source="outcome")
+    assert source_for(suite).name == "outcome"
     with pytest.raises(RepairInputError, match="--source scan builds its branches from scan"):
         source_for(RepairConfig(source="scan"))
     with pytest.raises(RepairInputError, match="--source testbed .* takes no --suite"):

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from loopfix.lab.evaluate import testbed_config as task_config  # pytest collects test*
 from loopfix.lab.stargraph import PAD_ID
 from loopfix.models import load_model
 from loopfix.patch import EditSite, build_patch
@@ -22,6 +21,7 @@ from loopfix.repair.pipeline import find_directions
 from loopfix.repair.scoring import Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
 from loopfix.repair.verification import reduction_interval
+from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*
 
 pytestmark = pytest.mark.slow
 

@@ -12,6 +12,7 @@ import pytest
 from loopfix.records import Sample
 from loopfix.report import render_report
 from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.summary import is_loop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -80,7 +81,7 @@ def test_report_is_self_contained_and_highlights_loops(scan_dir: Path) -> None:
         {"loop_chars": [6, 17]},
     )
     summary = {"settings": [], "records": 1}
-    assert "intro <mark>la la la la</mark>" in render_report(summary, [sample])
+    assert "intro <mark>la la la la</mark>" in render_report(summary, [sample], is_loop)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")

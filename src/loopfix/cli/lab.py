@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
 
 def evaluation_table(evaluation: object, title: str) -> Table:
-    from loopfix.lab.evaluate import LabEvaluation
+    from loopfix.scan.testbed import LabEvaluation
 
     assert isinstance(evaluation, LabEvaluation)
     table = Table(title=title)
@@ -116,9 +116,9 @@ def eval_command(
     import torch
 
     from loopfix.atomic import check_output_path
-    from loopfix.lab.evaluate import evaluate_testbed
     from loopfix.lab.tokenizer import is_testbed_tokenizer
     from loopfix.models import load_model
+    from loopfix.scan.testbed import evaluate_testbed
 
     settings = build(
         LabEvalConfig,

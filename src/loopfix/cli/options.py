@@ -87,13 +87,17 @@ def _scalar(text: str) -> int | float | str:
     return text
 
 
-def build(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
-    """`model` from the parsed options (comma lists split); a refused value is a pydantic
-    ValidationError, which the command line's root prints as one line naming the flag."""
-    data = {
+def option_values(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The parsed options as `model`'s field values (comma lists split)."""
+    return {
         name: list_value(value)
         if isinstance(value, str) and is_list(model.model_fields[name])
         else value
         for name, value in values.items()
     }
-    return model.model_validate(data)
+
+
+def build(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
+    """`model` from the parsed options (comma lists split); a refused value is a pydantic
+    ValidationError, which the command line's root prints as one line naming the flag."""
+    return model.model_validate(option_values(model, values))

@@ -8,15 +8,16 @@ from typing import Annotated, Any
 import typer
 
 from loopfix.cli.common import TRUST_REMOTE_CODE, at_least, console
-from loopfix.cli.options import build, cli_default, field_help, option
-from loopfix.repair.config import TEXT_DEFAULTS, RepairConfig
+from loopfix.cli.options import cli_default, field_help, option, option_values
+from loopfix.repair.config import SUITE, PresetName, RepairConfig
 
 
 def by_source(name: str) -> Any:
-    """An option whose default depends on the source: left out, the config fills it (the
-    field's default on the testbed, TEXT_DEFAULTS from scan records), and the help says both."""
+    """An option whose default is the preset's: left out, the config takes it from the preset
+    the command picks (TESTBED, the field's own default; SUITE with --suite or --records), and
+    the help says both."""
     field = RepairConfig.model_fields[name]
-    text = TEXT_DEFAULTS[name]
+    text = SUITE[name]
     written = ",".join(f"{v:g}" for v in text) if isinstance(text, tuple) else text
     return typer.Option(
         None,
@@ -70,7 +71,8 @@ def repair_command(
     at_least(1, threads=threads)
     check_output_path(out, folder=True)  # before minutes of work, not after
     values = {name: value for name, value in locals().items() if name in RepairConfig.model_fields}
-    config = build(RepairConfig, values)
+    preset: PresetName = "suite" if suite is not None or records is not None else "testbed"
+    config = RepairConfig.preset(preset, **option_values(RepairConfig, values))
     torch.set_num_threads(threads)
     result = run_repair(
         model,

@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import loopfix
 from loopfix.backends.base import BackendError, Request, dtype_name
 from loopfix.backends.vllm import cpu_process_env
 from loopfix.consistency.result import CheckResult, Divergence, divergence_status
 from loopfix.consistency.session import Session
 from loopfix.models import ModelLoadError, resolve_model_path
+from loopfix.vllm_venv import SOURCE
 
 __all__ = ["check_backend", "vllm_outputs"]
 
@@ -40,9 +40,8 @@ def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], dict[s
         "max_new_tokens": config.max_new_tokens,
         "max_model_len": max(len(p.ids) for p in session.prompts) + config.max_new_tokens,
     }
-    source = Path(loopfix.__file__).resolve().parents[1]  # this very loopfix, not the venv's
     env = cpu_process_env(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")]))
     )
     with tempfile.TemporaryDirectory() as folder_path:
         request, reply = Path(folder_path, "in.json"), Path(folder_path, "out.json")

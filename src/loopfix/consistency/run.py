@@ -22,7 +22,7 @@ import torch
 import transformers
 from transformers import PreTrainedModel
 
-import loopfix
+from loopfix._version import __version__
 from loopfix.backends.base import dtype_name
 from loopfix.consistency.backend import check_backend
 from loopfix.consistency.batch import check_batch_invariance
@@ -64,7 +64,7 @@ def _cpu_flags() -> list[str]:
 
 def environment(model: PreTrainedModel | None) -> dict[str, Any]:
     return {
-        "loopfix": loopfix.__version__,
+        "loopfix": __version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),

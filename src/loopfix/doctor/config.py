@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS
-from loopfix.repair.config import SUITE_CAP, TESTBED_CAP
+from loopfix.repair.config import SUITE_CAP
 from loopfix.urls import ModelReference
 from loopfix.vllm_venv import VLLM_PYTHON
 
@@ -19,11 +20,11 @@ __all__ = ["GUARDS", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig"]
 # a real model pays seconds per answer. `--quick`: a few prompts, a shorter cap, three guards,
 # so a 135M-parameter model fits in minutes on 2 cores.
 SIZES: dict[str, dict[str, Any]] = {
-    "stargraph": {"n": 300, "max_new_tokens": TESTBED_CAP},
+    "stargraph": {"n": 300, "max_new_tokens": WALK_CAP},
     "other": {"n": 50, "max_new_tokens": SUITE_CAP},
 }
 QUICK: dict[str, dict[str, Any]] = {
-    "stargraph": {"n": 100, "max_new_tokens": 48},
+    "stargraph": {"n": 100, "max_new_tokens": WALK_CAP},  # a walk is no shorter with --quick
     "other": {"n": 12, "max_new_tokens": 160},
 }
 GUARDS = ["none", "penalty", "dry", "ngram", "rescue"]

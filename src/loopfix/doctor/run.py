@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from loopfix._version import __version__
 from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.doctor.config import DoctorConfig
 from loopfix.doctor.recommend import recommend
@@ -51,7 +52,7 @@ from loopfix.doctor.stages import (
 )
 from loopfix.progress import ProgressFactory, line_progress
 from loopfix.repair import RepairConfig
-from loopfix.repair.stages import StageClock
+from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -106,10 +107,8 @@ def _versions() -> dict[str, str]:
     import torch
     import transformers
 
-    import loopfix
-
     return {
-        "loopfix": loopfix.__version__,
+        "loopfix": __version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),

@@ -130,7 +130,7 @@ def measure_stage(
     if measure_backend_name(config) == "vllm":
         import torch
 
-        from loopfix.backends.vllm_scan import VLLMScanFailed, scan_under_vllm
+        from loopfix.scan.vllm_scan import VLLMScanFailed, scan_under_vllm
 
         resolved = config.resolved(testbed=False)  # the choice of vllm excludes a testbed
         scan = scan_config(resolved, folder, resolved.temperatures, backend="vllm")
@@ -239,7 +239,7 @@ def doctor_repair_config(n: int) -> RepairConfig:
     """On a testbed: the repair's defaults with both generated prompt sets cut to the doctor's
     `n` (1000 and 500 by default; verification is half of a repair's time). 50 is the floor."""
     prompts = max(n, 50)
-    return RepairConfig(prompts=prompts, causal_prompts=prompts)
+    return RepairConfig.preset("testbed", prompts=prompts, causal_prompts=prompts)
 
 
 def _scan_repair_config(config: DoctorConfig, measure: MeasureStage) -> RepairConfig:
@@ -247,7 +247,8 @@ def _scan_repair_config(config: DoctorConfig, measure: MeasureStage) -> RepairCo
     only (a verification temperature is a third of the repair's generation)."""
     temperature = measure.loopiest.temperature
     assert config.max_new_tokens is not None
-    return RepairConfig(
+    return RepairConfig.preset(
+        "suite",
         suite=config.suite,
         records=Path(measure.scan) / "records.jsonl",
         max_new_tokens=config.max_new_tokens,

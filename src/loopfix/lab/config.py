@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS
 
 __all__ = ["EVAL_SEED", "VARIANTS", "LabEvalConfig", "TrainConfig"]
@@ -61,5 +62,7 @@ class LabEvalConfig(BaseModel):
     temperatures: list[float] = Field(
         default_factory=lambda: [0.0, 0.6, 1.0], min_length=1, description="temperatures"
     )
-    max_new_tokens: int = Field(48, ge=1, description="length cap; a walk that reaches it is cut")
+    max_new_tokens: int = Field(
+        WALK_CAP, ge=1, description="length cap; a walk that reaches it is cut"
+    )
     batch_size: int = Field(250, ge=1, description="prompts per generate call")

@@ -27,6 +27,11 @@ VOCABULARY: tuple[str, ...] = NODE_NAMES + SPECIAL_TOKENS
 TOKEN_ID: dict[str, int] = {token: index for index, token in enumerate(VOCABULARY)}
 PAD_ID, BOS_ID, EOS_ID, BACK_ID = TOKEN_ID[PAD], TOKEN_ID[BOS], TOKEN_ID[EOS], TOKEN_ID[BACK]
 
+WALK_CAP = 48
+"""The generation cap of a walk when none is given (`lab eval`, the repair's testbed walks, the
+doctor's stargraph scan, with or without --quick): a walk is over in a few dozen tokens, so 48
+shows its loops. The one place this number lives."""
+
 
 @dataclass(frozen=True)
 class StarGraph:

@@ -12,7 +12,6 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-import loopfix
 from loopfix.models.errors import ModelLoadError
 from loopfix.models.gguf import PACKAGED_MODELS, converted_folder, is_gguf, packaged_model_path
 
@@ -50,7 +49,7 @@ def testbed_dir() -> Path:
     override = os.environ.get(TESTBED_DIR_VARIABLE)
     if override:
         return Path(override).expanduser()
-    return Path(loopfix.__file__).parent / "lab" / "checkpoints"
+    return Path(__file__).parents[1] / "lab" / "checkpoints"  # located, not imported
 
 
 def bundled_testbeds() -> list[str]:

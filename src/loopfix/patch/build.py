@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import transformers
 
-import loopfix
+from loopfix._version import __version__
 from loopfix.models import architecture_for
 from loopfix.patch.edit import edited_columns, unit
 from loopfix.patch.format import ColumnEdit, Patch
@@ -35,7 +35,7 @@ class EditRequest:
 
 def software_versions() -> dict[str, str]:
     return {
-        "loopfix": loopfix.__version__,
+        "loopfix": __version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),

@@ -140,16 +140,6 @@ class Patch:
             }
         )
 
-    def with_metrics(self, metrics: dict[str, Any]) -> Patch:
-        return Patch(
-            self.base_model,
-            self.edits,
-            self.touched_parameters,
-            self.total_parameters,
-            {**self.metrics, **metrics},
-            self.provenance,
-        )
-
 
 def _slot_name(index: int, slot: str) -> str:
     return f"edit{index}.{slot}"

@@ -10,47 +10,52 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.cpu import native_bf16
+from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS, Temperature
 
 __all__ = [
     "PLAIN_TEXT",
+    "PRESETS",
+    "PRESET_FIELDS",
+    "SUITE",
     "SUITE_CAP",
-    "TESTBED_CAP",
-    "TEXT_DEFAULTS",
+    "TESTBED",
+    "PresetName",
     "RepairConfig",
     "SourceName",
 ]
 
 SourceName = Literal["testbed", "scan", "rescue", "outcome"]
 
-# Generation caps when none is given. A star-graph walk is over in a few dozen tokens, so 48
-# shows its loops; a chat model's answer to an `arith` prompt runs 100-250 tokens, and at 48
-# SmolLM2's loops (periods up to 125 tokens) would be cut before their first repeat.
-TESTBED_CAP = 48
+# Generation caps when none is given: a star-graph walk's (`lab.stargraph.WALK_CAP`, 48); a chat
+# model's answer to an `arith` prompt runs 100-250 tokens, and at 48 SmolLM2's loops (periods up
+# to 125 tokens) would be cut before their first repeat.
 SUITE_CAP = 256
 
-# The defaults of a repair from scan records (a suite or records given) where they differ from
-# the testbed's (the fields' own defaults). They are the settings of the search that found the
-# accepted SmolLM2 patch (docs/repair.md, "the outcome source, accepted"): a real model's loops
-# sit in one region of a 30-layer stack, which only a search over every layer finds (the
-# first-order proxy); its k=64 edit won; alpha 1 was never a structure's best strength in its
+# The two presets a repair is built from (`RepairConfig.preset`). TESTBED: the star-graph
+# testbed's repair, the fields' own defaults. SUITE: a repair from scan records (a suite or
+# records given), where it differs from the testbed's. They are the settings of the search that
+# found the accepted SmolLM2 patch (docs/repair.md, "the outcome source, accepted"): a real
+# model's loops sit in one region of a 30-layer stack, which only a search over every layer finds
+# (the first-order proxy); its k=64 edit won; alpha 1 was never a structure's best strength in its
 # screenings (training prompts, 8 structures across two scans), so the arms go to a third
-# structure instead; a branch of a few hundred tokens through a 30-layer
-# model needs small probe batches (8: probing and exact scoring; the first-order proxy's
-# gradients go in row groups of `linear_proxy.GRADIENT_TOKENS` ids); chat models loop
-# at greedy, and T=0.6 gives the converging runs the outcome source pairs them with; an own
-# scan of 400 suite items (200 gave SmolLM2 24 + 26 pairs, too few to rank its layers: the
-# pick was L19; 400 gave 47 + 51 and a direction that halves held-out loops); 200
-# held-out prompts are what a McNemar test needs to see a halving; 0.1% of the weights is the
-# most a real-model patch may touch; 64 answers of a few hundred tokens per decode batch is the
-# driver's batch of 40 rounded up (a batch of 500 holds ~4 GB of cache for no measured gain);
-# 48 normal answers for the KL (the driver used 12: on SmolLM2 the exact scoring of the chosen
-# edit and its control over 150 took 8 minutes).
+# structure instead; a branch of a few hundred tokens through a 30-layer model needs small probe
+# batches (8: probing and exact scoring; the first-order proxy's gradients go in row groups of
+# `linear_proxy.GRADIENT_TOKENS` ids); chat models loop at greedy, and T=0.6 gives the converging
+# runs the outcome source pairs them with; an own scan of 400 suite items (200 gave SmolLM2 24 +
+# 26 pairs, too few to rank its layers: the pick was L19; 400 gave 47 + 51 and a direction that
+# halves held-out loops); 200 held-out prompts are what a McNemar test needs to see a halving;
+# 0.1% of the weights is the most a real-model patch may touch; 64 answers of a few hundred tokens
+# per decode batch is the driver's batch of 40 rounded up (a batch of 500 holds ~4 GB of cache for
+# no measured gain); 48 normal answers for the KL (the driver used 12: on SmolLM2 the exact
+# scoring of the chosen edit and its control over 150 took 8 minutes).
 # Plain text no suite prompt resembles (six topics of the Python 3.11.7 language reference,
 # shipped in `pydoc_data`, PSF license): the general-ability check of a real model's repair.
 PLAIN_TEXT = Path(__file__).parent / "plain_text" / "python-3.11-reference.txt"
 
-TEXT_DEFAULTS: dict[str, Any] = {
+TESTBED: dict[str, Any] = {}
+
+SUITE: dict[str, Any] = {
     "search": "linear",
     "ks": (8, 32, 64),
     "alphas": (2.0, 4.0, 6.0),
@@ -67,9 +72,18 @@ TEXT_DEFAULTS: dict[str, Any] = {
     "perplexity_text": PLAIN_TEXT,
 }
 
+PresetName = Literal["testbed", "suite"]
+PRESETS: dict[PresetName, dict[str, Any]] = {"testbed": TESTBED, "suite": SUITE}
+PRESET_FIELDS = frozenset(SUITE) | frozenset(TESTBED)  # the fields whose default is the preset's
+
 
 class RepairConfig(BaseModel):
-    """Everything that determines a repair run (seeds included: same inputs, same patch)."""
+    """Everything that determines a repair run (seeds included: same inputs, same patch).
+
+    `RepairConfig(...)` starts from the fields' own defaults, the TESTBED preset; a repair from
+    scan records starts from the SUITE preset, chosen where the config is built:
+    `RepairConfig.preset("suite", suite="arith")` (what `loopfix repair --suite` and the doctor
+    do)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -135,7 +149,7 @@ class RepairConfig(BaseModel):
         None,
         ge=8,
         description=f"generation cap of the testbed's walks and of the own scan on a suite; None: "
-        f"{TESTBED_CAP} on the testbed, {SUITE_CAP} on a suite",
+        f"{WALK_CAP} on the testbed, {SUITE_CAP} on a suite",
     )
     verify_seed: int = Field(20240, description="seed of the verification prompts and sampler")
     control_seed: int = Field(
@@ -215,20 +229,23 @@ class RepairConfig(BaseModel):
         "repair scans the suite itself into OUT/scan (cap `max_new_tokens`)",
     )
 
+    @classmethod
+    def preset(cls, name: PresetName, **given: Any) -> RepairConfig:
+        """The preset `name` with `given` over it; a field the presets set that is given as None
+        (an option left out) keeps the preset's value."""
+        kept = {k: v for k, v in given.items() if v is not None or k not in PRESET_FIELDS}
+        return cls(**{**PRESETS[name], **kept})
+
     @model_validator(mode="before")
     @classmethod
-    def _defaults_by_source(cls, data: Any) -> Any:
-        """Scan records (a suite or records given) take TEXT_DEFAULTS for every field left out
-        or None; the primary temperature is always verified."""
-        if not isinstance(data, dict):
-            return data
-        text = data.get("suite") is not None or data.get("records") is not None
-        given = {k: v for k, v in data.items() if v is not None or k not in TEXT_DEFAULTS}
-        filled = {**TEXT_DEFAULTS, **given} if text else given
-        if "temperature" in filled:
-            temperatures = filled.get("temperatures", cls.model_fields["temperatures"].default)
-            filled["temperatures"] = tuple(sorted({*temperatures, filled["temperature"]}))
-        return filled
+    def _primary_temperature_is_verified(cls, data: Any) -> Any:
+        """The primary temperature is always among the verification temperatures."""
+        if isinstance(data, dict) and data.get("temperature") is not None:
+            temperatures = data.get("temperatures")
+            if temperatures is None:
+                temperatures = cls.model_fields["temperatures"].default
+            data = {**data, "temperatures": tuple(sorted({*temperatures, data["temperature"]}))}
+        return data
 
     @property
     def generation_dtype(self) -> str:
@@ -242,7 +259,7 @@ class RepairConfig(BaseModel):
         """The generation cap in force (`max_new_tokens`, or the default for the source)."""
         if self.max_new_tokens is not None:
             return self.max_new_tokens
-        return SUITE_CAP if self.suite is not None or self.records is not None else TESTBED_CAP
+        return SUITE_CAP if self.suite is not None or self.records is not None else WALK_CAP
 
     @model_validator(mode="after")
     def _search_is_installed(self) -> RepairConfig:

@@ -58,8 +58,8 @@ from loopfix.repair.result import RepairResult
 from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources import BranchPair, RepairSource, source_for
-from loopfix.repair.stages import StageClock
 from loopfix.repair.verification import Verifier
+from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

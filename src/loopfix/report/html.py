@@ -2,14 +2,16 @@
 
 Sections: the per-setting table; loop/cut and accuracy against temperature with Wilson
 intervals; length and loop-onset histograms; a per-prompt table whose example output has the
-looping span highlighted. "Loop" is `is_loop` everywhere (cut at the cap in a repetition, or
-stopped for repetition); a repetition the model left by itself (`loop.looping` true, not cut) is
-counted apart, as the detector's flags, so that no table mixes the two (docs/scan.md).
+looping span highlighted. "Loop" is the scan's `is_loop` everywhere (cut at the cap in a
+repetition, or stopped for repetition), which the scan passes in as `looping` (`report` sits
+below `scan` and imports none of it: docs/architecture.md); a repetition the model left by
+itself (`loop.looping` true, not cut) is counted apart, as the detector's flags, so that no
+table mixes the two (docs/scan.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,6 @@ from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
 from loopfix.report.page import page
 from loopfix.report.svg import Series, histogram_chart, rate_chart
-from loopfix.scan.summary import is_loop
 
 __all__ = ["render_report", "write_report"]
 
@@ -74,7 +75,9 @@ def _settings_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines + ["</table>"])
 
 
-def _charts(rows: list[dict[str, Any]], records: list[Sample]) -> str:
+def _charts(
+    rows: list[dict[str, Any]], records: list[Sample], looping: Callable[[Sample], bool]
+) -> str:
     temperatures = [row["temperature"] for row in rows]
 
     def series(label: str, name: str) -> Series:
@@ -82,7 +85,7 @@ def _charts(rows: list[dict[str, Any]], records: list[Sample]) -> str:
 
     generated = [s for s in records if s.finish_reason != "error"]
     # a server's repetition stop is a loop even where the detector placed none
-    placed = [(s.loop or {}).get("onset") for s in generated if is_loop(s)]
+    placed = [(s.loop or {}).get("onset") for s in generated if looping(s)]
     onsets = [onset for onset in placed if onset is not None]
     charts = [
         rate_chart(
@@ -120,13 +123,15 @@ def _highlighted(sample: Sample) -> str:
     return f"{escape(text[:start])}<mark>{escape(text[start:end])}</mark>{escape(text[end:])}{more}"
 
 
-def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
+def _prompt_rows(
+    records: list[Sample], temperatures: list[float], looping: Callable[[Sample], bool]
+) -> str:
     by_prompt: dict[str, list[Sample]] = {}
     for sample in records:
         by_prompt.setdefault(sample.prompt_id, []).append(sample)
 
     # Prompts that loop most come first: they are what a reader came for.
-    order = sorted(by_prompt, key=lambda p: -sum(map(is_loop, by_prompt[p])))
+    order = sorted(by_prompt, key=lambda p: -sum(map(looping, by_prompt[p])))
     head = ["prompt"] + [f"T={t:g} loops · correct" for t in temperatures] + ["example output"]
     lines = ["<table id=prompts><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for prompt_id in order[:MAX_PROMPT_ROWS]:
@@ -136,10 +141,10 @@ def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
             group = [s for s in samples if s.settings["temperature"] == temperature]
             judged = [s for s in group if s.correct is not None]
             cells.append(
-                f"{sum(map(is_loop, group))}/{len(group)} · "
+                f"{sum(map(looping, group))}/{len(group)} · "
                 f"{sum(bool(s.correct) for s in judged)}/{len(judged)}"
             )
-        example = next((s for s in samples if is_loop(s)), samples[0])
+        example = next((s for s in samples if looping(s)), samples[0])
         label = f"T={example.settings['temperature']:g} #{example.sample_index}, "
         length = "?" if example.length is None else example.length
         label += f"{example.finish_reason}, {length} tokens"
@@ -154,7 +159,10 @@ def _prompt_rows(records: list[Sample], temperatures: list[float]) -> str:
     return "\n".join(lines + ["</table>"])
 
 
-def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
+def render_report(
+    summary: dict[str, Any], records: list[Sample], looping: Callable[[Sample], bool]
+) -> str:
+    """The page of a scan; `looping` says which records are loops (the scan's `is_loop`)."""
     rows = summary["settings"]
     config = summary.get("config", {})
     title = f"loopfix scan: {config.get('model', '')} on {config.get('suite', '')}"
@@ -179,12 +187,14 @@ def render_report(summary: dict[str, Any], records: list[Sample]) -> str:
         [
             notes,
             _settings_table(rows),
-            _charts(rows, records),
+            _charts(rows, records, looping),
             "<h2>Per prompt</h2>",
-            _prompt_rows(records, [r["temperature"] for r in rows]),
+            _prompt_rows(records, [r["temperature"] for r in rows], looping),
         ],
     )
 
 
-def write_report(path: Path, summary: dict[str, Any], records: list[Sample]) -> None:
-    write_text_atomic(path, render_report(summary, records))
+def write_report(
+    path: Path, summary: dict[str, Any], records: list[Sample], looping: Callable[[Sample], bool]
+) -> None:
+    write_text_atomic(path, render_report(summary, records, looping))

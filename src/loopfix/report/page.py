@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
-from loopfix import __version__
+from loopfix._version import __version__
 
 __all__ = ["page"]
 

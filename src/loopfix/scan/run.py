@@ -34,7 +34,7 @@ from loopfix.scan.identity import check_run_identity, record_run_identity
 from loopfix.scan.judge import judge_generation, overlong_sample
 from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
-from loopfix.scan.summary import summarize
+from loopfix.scan.summary import is_loop, summarize
 from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids, supports_thinking
 
@@ -158,7 +158,7 @@ def write_outputs(
     summary["warnings"] = warnings or []
     summary["notes"] = notes or []
     write_json_atomic(out / "summary.json", summary)
-    write_report(out / "report.html", summary, records)
+    write_report(out / "report.html", summary, records, is_loop)
     return summary
 
 

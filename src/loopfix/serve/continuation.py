@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from loopfix.serve.config import ServeConfig
 
 if TYPE_CHECKING:
-    from loopfix.serve.exchange import ChoiceState, Exchange
+    from loopfix.serve.upstream import Upstream
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,12 @@ def in_open_reasoning(text: str, config: ServeConfig) -> bool:
     return text.rfind(start) > text.rfind(end) if start in text else False
 
 
-def _prefix(exchange: Exchange, state: ChoiceState, plan: Continuation) -> str:
+def _prefix(
+    texts: dict[str, str], prompt: str | None, plan: Continuation, config: ServeConfig
+) -> str:
     """The text the continuation starts from: the choice's answer so far, as the model wrote it."""
-    config = exchange.config
-    texts = {name: part.watcher.text for name, part in state.parts.items()}
-    if not exchange.chat:
-        return exchange.prompt_of(state.index) + texts.get("content", "")
+    if prompt is not None:
+        return prompt + texts.get("content", "")
     reasoning, content = texts.get("reasoning"), texts.get("content", "")
     if reasoning is None:
         return content
@@ -60,24 +60,33 @@ def _first_new_token(before: list[int], after: list[int]) -> int:
 
 
 async def continuation_body(
-    exchange: Exchange, state: ChoiceState, plan: Continuation
+    request: dict[str, Any],
+    plan: Continuation,
+    texts: dict[str, str],
+    *,
+    prompt: str | None,
+    config: ServeConfig,
+    upstream: Upstream,
 ) -> dict[str, Any]:
-    """The upstream body that continues `state` (raises UpstreamError when /tokenize fails)."""
-    config, upstream = exchange.config, exchange.upstream
-    prompt = "" if exchange.chat else exchange.prompt_of(state.index)
-    prefix = _prefix(exchange, state, plan)
-    if plan.escape and not exchange.chat:
+    """The upstream body that continues a choice of `request` (the client's body): `texts` is the
+    choice's text so far per part ("reasoning", "content"), `prompt` the completions prompt it
+    answers (None for chat). Raises UpstreamError when /tokenize fails. It takes values, not the
+    exchange, so that this module does not import `exchange` (which imports it)."""
+    chat = prompt is None
+    prefix = _prefix(texts, prompt, plan, config)
+    if plan.escape and not chat:
         prefix += config.think_end
-    body = {key: value for key, value in exchange.body.items() if key != "stream_options"}
+    body = {key: value for key, value in request.items() if key != "stream_options"}
     body["n"] = 1
     model = body.get("model")
-    prefix_ids = await upstream.token_ids(model, prefix[len(prompt) :])
+    prompt_length = 0 if prompt is None else len(prompt)
+    prefix_ids = await upstream.token_ids(model, prefix[prompt_length:])
     if not plan.escape:  # a think-escape changes the context itself; a rescue bans the repeat
         banned = _first_new_token(
-            prefix_ids, await upstream.token_ids(model, prefix[len(prompt) :] + plan.banned)
+            prefix_ids, await upstream.token_ids(model, prefix[prompt_length:] + plan.banned)
         )
         body["logit_bias"] = {**(body.get("logit_bias") or {}), str(banned): config.ban_bias}
-    if exchange.chat:
+    if chat:
         body["messages"] = [*body["messages"], {"role": "assistant", "content": prefix}]
         body["continue_final_message"] = True
         body["add_generation_prompt"] = False

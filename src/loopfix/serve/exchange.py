@@ -437,7 +437,14 @@ class Exchange:
                         self._output(state.index, {"text": self.config.think_end}, None)
                     )
             try:
-                body = await continuation_body(self, state, plan)
+                body = await continuation_body(
+                    self.body,
+                    plan,
+                    {name: part.watcher.text for name, part in state.parts.items()},
+                    prompt=None if self.chat else self.prompt_of(state.index),
+                    config=self.config,
+                    upstream=self.upstream,
+                )
                 stream = await self.upstream.open(self.path, body)
             except UpstreamError:
                 self.metrics.rescues.labels("failed").inc()

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from loopfix.lab.stargraph import BACK_ID
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig
+from loopfix.stages import StageClock
 from loopfix.suites import SuiteItem
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from loopfix.records import Sample, read_samples
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
+from loopfix.stages import StageClock
 from loopfix.suites import BUILTIN_SUITES, SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
 

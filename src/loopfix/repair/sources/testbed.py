@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopfix.lab.config import TrainConfig
-from loopfix.lab.evaluate import testbed_config, testbed_suite
 from loopfix.lab.stargraph import BACK_ID, PAD_ID, StarGraph, make_graph, teacher_walk
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
-from loopfix.repair.stages import StageClock
 from loopfix.scan import ScanConfig
+from loopfix.scan.testbed import testbed_config, testbed_suite
+from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

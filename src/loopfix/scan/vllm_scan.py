@@ -1,7 +1,7 @@
 """`run_scan` on offline vLLM from a process that has no vLLM: the scan runs under vLLM's own
 venv (`.venv-vllm`), in a child process, on this very loopfix source.
 
-    VLLM_PYTHON -m loopfix.backends.vllm_scan CONFIG.json
+    VLLM_PYTHON -m loopfix.scan.vllm_scan CONFIG.json
 
 The parent writes the `ScanConfig` (backend `vllm`) as JSON and starts the child; the child
 prints a `MESSAGE_PREFIX` line per finished batch, which the parent hands to its `on_progress`,
@@ -22,13 +22,13 @@ import sys
 from collections import deque
 from pathlib import Path
 
-import loopfix
 from loopfix.atomic import write_text_atomic
 from loopfix.backends.base import BackendError
 from loopfix.backends.vllm import cpu_process_env
 from loopfix.progress import Progress
-from loopfix.repair.stages import note_peak, peak_rss_mib
 from loopfix.scan.config import ScanConfig
+from loopfix.stages import note_peak, peak_rss_mib
+from loopfix.vllm_venv import SOURCE
 
 __all__ = ["MESSAGE_PREFIX", "VLLMScanFailed", "scan_under_vllm"]
 
@@ -49,12 +49,11 @@ def scan_under_vllm(
     out.mkdir(parents=True, exist_ok=True)
     job = out / "vllm_scan.json"
     write_text_atomic(job, config.model_dump_json())
-    source = Path(loopfix.__file__).resolve().parents[1]  # this very loopfix, not the venv's
     env = cpu_process_env(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])),
         OMP_NUM_THREADS=str(threads),
     )
-    command = [str(python), "-m", "loopfix.backends.vllm_scan", str(job)]
+    command = [str(python), "-m", "loopfix.scan.vllm_scan", str(job)]
     tail: deque[str] = deque(maxlen=1)
     refused: dict = {}
     with (

@@ -1,5 +1,6 @@
-"""Evaluate a star-graph testbed: success, loops, legal moves and length per temperature, and the
-confidence flywheel.
+"""Evaluate a star-graph testbed (`loopfix lab eval`): success, loops, legal moves and length per
+temperature, and the confidence flywheel. It lives in `scan`, not `lab`: it is a scan of the
+`stargraph` suite, and `lab` (the task, tokenizer, trainer and settings) sits below `scan`.
 
 Steps:
 1. Draw fresh graphs from a seed the trainer never uses (training draws from seed + 1000): the
