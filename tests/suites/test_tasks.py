@@ -5,16 +5,14 @@ from pathlib import Path
 import pytest
 
 from loopfix.records import Sample
+from loopfix.scan.task_families import family_rows, format_family_rows, main
 from loopfix.suites import BUILTIN_SUITES, check_answer, load_suite
 from loopfix.suites.tasks import (
     DAYS,
     FAMILIES,
     family_of,
-    family_rows,
-    format_family_rows,
     item_of,
     list_items,
-    main,
     starts_with_answer,
     tasks_suite,
 )

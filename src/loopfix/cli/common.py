@@ -21,7 +21,7 @@ from loopfix.progress import Progress, ProgressFactory, line_progress
 try:  # newer typer carries its own copy of click, whose exceptions are not click's classes
     from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - older typer raises click's own
-    from click.exceptions import UsageError
+    from click.exceptions import UsageError  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
