@@ -33,12 +33,16 @@ def register(app: typer.Typer) -> None:
 
 
 def compare_table(result: CompareResult) -> Table:
-    from loopfix.report.guard_comparison import COLUMNS, cell
+    """The guards in rank order at each temperature (`answers_first`), answers first."""
+    from loopfix.report.guard_comparison import TERMINAL_COLUMNS, cell
+    from loopfix.scan.guard_comparison import ranked
 
-    rows = [[cell(key, asdict(entry)[key]) for key, _, _ in COLUMNS] for entry in result.entries]
+    entries = ranked(asdict(entry) for entry in result.entries)
+    rows = [[cell(key, entry[key]) for key, _, _ in TERMINAL_COLUMNS] for entry in entries]
+    sizes = "/".join(str(n) for n in dict.fromkeys(entry["n"] for entry in entries))
     return narrow_table(
-        f"guards on {result.model} / {result.suite}",
-        [(short, full) for _, short, full in COLUMNS],
+        f"guards on {result.model} / {result.suite} (n={sizes}), by answers recovered vs none",
+        [(short, full) for _, short, full in TERMINAL_COLUMNS],
         rows,
     )
 
@@ -76,6 +80,7 @@ def compare_command(
     with work_progress() as progress:
         result = run_compare(config, progress)
     console.print(compare_table(result))
+    console.print(result.ranking, markup=False)
     for note in result.notes:
         console.print(note, markup=False)
     console.print(

@@ -12,6 +12,7 @@ from loopfix.doctor.result import DoctorResult, MeasureSetting
 from loopfix.records import SampleStore
 from loopfix.report.guard_comparison import COLUMNS, cell
 from loopfix.report.svg import Series, histogram_chart, rate_chart
+from loopfix.scan.guard_comparison import ranked
 
 __all__ = ["render_html", "render_markdown"]
 
@@ -138,13 +139,15 @@ def render_markdown(result: DoctorResult) -> str:
     else:
         head = [label for _, _, label in COLUMNS]
         lines += [
-            f"At T={guards.temperature:g} (the loopiest temperature), paired against `none`:",
+            f"At T={guards.temperature:g} (the loopiest temperature), paired against `none`, "
+            "ranked by answers recovered (rescues minus regressions; a significant loss last), "
+            "then cut rate, loop rate and tokens:",
             "",
             "| " + " | ".join(head) + " |",
             "|" + "---|" * len(head),
             *(
-                "| " + " | ".join(cell(key, entry[key]) for key, _, _ in COLUMNS) + " |"
-                for entry in guards.entries
+                "| " + " | ".join(cell(key, entry.get(key)) for key, _, _ in COLUMNS) + " |"
+                for entry in ranked(guards.entries)
             ),
             "",
         ]
@@ -205,9 +208,16 @@ def render_html(result: DoctorResult) -> str:
     if guards.skipped is not None:
         guard_html = f"<p>Skipped: {escape(guards.skipped)}.</p>"
     else:
-        guard_html = f"<p>At T={guards.temperature:g} (the loopiest temperature).</p>" + _table(
+        guard_html = (
+            f"<p>At T={guards.temperature:g} (the loopiest temperature), paired against none, "
+            "ranked by answers recovered (rescues minus regressions; a significant loss last), "
+            "then cut rate, loop rate and tokens.</p>"
+        ) + _table(
             [label for _, _, label in COLUMNS],
-            [[cell(key, entry[key]) for key, _, _ in COLUMNS] for entry in guards.entries],
+            [
+                [cell(key, entry.get(key)) for key, _, _ in COLUMNS]
+                for entry in ranked(guards.entries)
+            ],
             "guards",
         )
     title = f"loopfix doctor: {result.model}"

@@ -12,7 +12,8 @@ Steps:
    period, cuts) lands in each record's `meta.guards`, and the generation time in
    `timing.json`.
 4. For each guard and temperature: the scan's own summary (loop, cut, accuracy, length), the
-   pairs against "none" (rescues / regressions, McNemar), rescues performed, tokens per second.
+   pairs against "none" (rescues / regressions, McNemar), rescues performed, tokens per second,
+   and its rank at that temperature (`answers_first`: answers recovered first).
 5. Write `DIR/summary.json` and `DIR/report.html`; return the summary.
 
 This module sits above `loopfix.scan` (the CLI imports it; nothing in `guards` does).
@@ -21,9 +22,11 @@ This module sits above `loopfix.scan` (the CLI imports it; nothing in `guards` d
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend, dtype_name
@@ -36,9 +39,74 @@ from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
 from loopfix.scan.run import run_scan
 
-__all__ = ["CompareConfig", "CompareResult", "GuardEntry", "run_compare"]
+__all__ = [
+    "RANKING",
+    "SIGNIFICANCE",
+    "CompareConfig",
+    "CompareResult",
+    "GuardEntry",
+    "answers_first",
+    "net_answers",
+    "ranked",
+    "run_compare",
+    "significant_loss",
+]
 
 BASELINE = "none"
+SIGNIFICANCE = 0.05  # a loss of answers counts when McNemar's exact p is below this
+RANKING = (
+    "ranked per temperature by answers recovered against 'none': first every guard whose "
+    "regressions significantly outnumber its rescues (McNemar exact p < 0.05) goes last; then "
+    "the most net answers (rescues - regressions), then the fewest regressions, then the lowest "
+    "cut rate, loop rate and mean length (tokens spent); without judged answers (no checker) "
+    "rescues and regressions are all 0 and the cut rate decides"
+)
+
+
+def _number(row: Mapping[str, Any], key: str) -> int:
+    value = row.get(key)
+    return 0 if value is None else int(value)
+
+
+def net_answers(row: Mapping[str, Any]) -> int:
+    """Answers recovered against the reference: rescues minus regressions (0 when unpaired)."""
+    return _number(row, "rescued_samples") - _number(row, "regressions")
+
+
+def significant_loss(row: Mapping[str, Any]) -> bool:
+    """More regressions than rescues, and McNemar's exact p below `SIGNIFICANCE`."""
+    p = row.get("mcnemar_p")
+    lost = _number(row, "regressions") > _number(row, "rescued_samples")
+    return lost and p is not None and p < SIGNIFICANCE
+
+
+def answers_first(row: Mapping[str, Any]) -> tuple[bool, int, int, float, float, float]:
+    """The one ranking of guards (and of the doctor's candidates), smaller is better; see
+    `RANKING`. `row` has GuardEntry's keys (`rescued_samples`, `regressions`, `mcnemar_p`,
+    `cut_rate`, `loop_rate`, `mean_length`); a missing rate ranks as the worst. McNemar's p is
+    a function of rescues and regressions, so after them it would break no tie: it enters as
+    the significance of a loss."""
+
+    def rate(key: str, worst: float) -> float:
+        value = row.get(key)
+        return worst if value is None else float(value)
+
+    return (
+        significant_loss(row),
+        -net_answers(row),
+        _number(row, "regressions"),
+        rate("cut_rate", 1.0),
+        rate("loop_rate", 1.0),
+        rate("mean_length", math.inf),
+    )
+
+
+RowT = TypeVar("RowT", bound=Mapping[str, Any])
+
+
+def ranked(rows: Iterable[RowT]) -> list[RowT]:
+    """`rows` (entries as dicts) by temperature, then `answers_first`; ties keep their order."""
+    return sorted(rows, key=lambda row: (row.get("temperature") or 0.0, answers_first(row)))
 
 
 def _check(config: CompareConfig) -> list[str]:
@@ -182,6 +250,7 @@ class GuardEntry:
     loops_added: int | None
     tokens_per_s: float | None
     run: str  # the scan directory of this guard and temperature
+    rank: int | None = None  # 1 = first at its temperature by `answers_first`
 
 
 @dataclass(frozen=True)
@@ -199,6 +268,7 @@ class CompareResult:
         "paired against 'none' on (prompt, sample): a rescue is wrong there and right here, a "
         "regression the reverse"
     )
+    ranking: str = RANKING
 
     def entry(self, guard: str, temperature: float) -> GuardEntry:
         return next(e for e in self.entries if e.guard == guard and e.temperature == temperature)
@@ -236,6 +306,16 @@ def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEnt
     )
 
 
+def _with_ranks(entries: list[GuardEntry]) -> list[GuardEntry]:
+    """`entries` in their run order, each with its rank at its temperature."""
+    order = ranked(asdict(entry) | {"at": at} for at, entry in enumerate(entries))
+    ranks: dict[int, int] = {}
+    for row in order:
+        same = [r for r in order if r["temperature"] == row["temperature"]]
+        ranks[row["at"]] = same.index(row) + 1
+    return [replace(entry, rank=ranks[at]) for at, entry in enumerate(entries)]
+
+
 def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) -> CompareResult:
     """Run (or resume) the comparison; see the module docstring for the steps. `progress`
     gives each guard's scan its progress callback."""
@@ -249,6 +329,7 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
         runs = {spec: _run_one(config, spec, temperature, engines, progress) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
         notes = _read_json(runs[BASELINE] / "summary.json", {})["notes"]
+    entries = _with_ranks(entries)
     result = CompareResult(
         model=config.scan.model,
         suite=config.scan.suite,

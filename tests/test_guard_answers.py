@@ -1,0 +1,121 @@
+"""Issue 39, point 2, "answers first": guard comparisons rank by the answers a guard recovers
+(rescues and regressions paired against "none", McNemar's exact p), then cut rate, loop rate and
+tokens; one ranking (`answers_first`) orders `loopfix compare`'s table, its report.html and the
+doctor's table and recommendation; and a guard that bans repetition shows, on a real model, as
+regressions on answers that legitimately repeat."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from loopfix.cli.compare import compare_table
+from loopfix.report.guard_comparison import COLUMNS, write_compare_report
+from loopfix.scan.guard_comparison import (
+    CompareResult,
+    GuardEntry,
+    _with_ranks,
+    answers_first,
+    ranked,
+    significant_loss,
+)
+from loopfix.scan.stats import mcnemar_exact
+
+
+def entry(guard: str, plus: int, minus: int, cut: float, loop: float, length: float) -> GuardEntry:
+    return GuardEntry(
+        guard=guard,
+        temperature=0.0,
+        n=40,
+        loop_rate=loop,
+        cut_rate=cut,
+        accuracy=0.5,
+        mean_length=length,
+        rescues=0,
+        rescued_samples=plus,
+        regressions=minus,
+        mcnemar_p=mcnemar_exact(plus, minus),
+        loops_removed=0,
+        loops_added=0,
+        tokens_per_s=100.0,
+        run="runs",
+    )
+
+
+# In run order; the expected rank of each is in the comment.
+ENTRIES = [
+    entry("none", 0, 0, 0.3, 0.3, 100.0),  # 6: net 0, cuts 30%
+    entry("ngram", 1, 9, 0.0, 0.0, 20.0),  # 7: fewest cuts, but a significant loss (p 0.02)
+    entry("penalty", 2, 0, 0.2, 0.2, 80.0),  # 4: net +2
+    entry("dry", 5, 2, 0.1, 0.1, 60.0),  # 3: net +3, 2 lost
+    entry("rescue", 3, 0, 0.2, 0.1, 90.0),  # 1: net +3, none lost
+    entry("cut", 0, 0, 0.3, 0.2, 100.0),  # 5: net 0, the same cuts as none, fewer loops
+    entry("rescue+dry", 5, 2, 0.1, 0.1, 50.0),  # 2: net +3, 2 lost, fewer tokens than dry
+]
+ORDER = ["rescue", "rescue+dry", "dry", "penalty", "cut", "none", "ngram"]
+
+
+def test_one_ranking_answers_first_then_cut_loop_tokens() -> None:
+    rows = [asdict(e) for e in ENTRIES]
+    assert significant_loss(rows[1]) and not significant_loss(rows[3])
+    assert [row["guard"] for row in ranked(rows)] == ORDER
+    assert sorted(rows, key=answers_first) == ranked(rows)  # one temperature: the same order
+    ranks = {e.guard: e.rank for e in _with_ranks(ENTRIES)}
+    assert [ranks[guard] for guard in ORDER] == list(range(1, len(ORDER) + 1))
+    # Ranks are per temperature: a second temperature starts again at 1.
+    hot = [replace(e, temperature=0.6) for e in ENTRIES]
+    twice = _with_ranks(ENTRIES + hot)
+    assert [e.rank for e in twice[len(ENTRIES) :]] == [e.rank for e in twice[: len(ENTRIES)]]
+    # Without judged answers (no pairs), the cut rate decides, then loop rate, then tokens.
+    unjudged = [
+        asdict(replace(e, rescued_samples=None, regressions=None, mcnemar_p=None)) for e in ENTRIES
+    ]
+    assert [row["guard"] for row in ranked(unjudged)][:3] == ["ngram", "rescue+dry", "dry"]
+
+
+def result() -> CompareResult:
+    return CompareResult(
+        model="m",
+        suite="tasks",
+        config={},
+        backend={},
+        temperatures=[0.0],
+        entries=_with_ranks(ENTRIES),
+        notes=[],
+    )
+
+
+def test_the_table_and_the_report_lead_with_rescues_and_regressions_in_rank_order(
+    tmp_path: Path,
+) -> None:
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(compare_table(result()))
+    text = console.file.getvalue()
+    header = next(line for line in text.splitlines() if " guard " in line).split()
+    assert header[:6] == ["#", "guard", "T", "+", "-", "p"]
+    rows = [
+        line.split()
+        for line in text.splitlines()
+        if line.split()[:1] in ([str(k)] for k in range(1, 8))
+    ]
+    assert [row[1] for row in rows] == ORDER
+    assert rows[-1][3:5] == ["1", "9"]  # ngram: 1 rescued, 9 lost
+    write_compare_report(tmp_path / "report.html", result().to_dict())
+    html = (tmp_path / "report.html").read_text()
+    heads = re.findall(r"<th>([^<]*)</th>", html)
+    assert heads[:6] == [
+        "rank",
+        "guard",
+        "temperature",
+        "rescued vs none",
+        "regressions vs none",
+        "McNemar p",
+    ]
+    assert [label for _, _, label in COLUMNS][:6] == heads[:6]
+    cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td>", html)
+    assert [guard for _, guard in cells] == ORDER
+    assert "significantly outnumber its rescues" in html
