@@ -26,12 +26,6 @@ MESSAGES = [{"role": "user", "content": "Find the path."}]
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    with ScriptedUpstream() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: ScriptedUpstream) -> Iterator[str]:
     with running_proxy(ServeConfig(upstream=upstream.url, action="observe")) as url:
         yield url

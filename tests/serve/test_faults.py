@@ -5,7 +5,6 @@ client that hangs up (the upstream request is closed)."""
 import json
 import logging
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -17,12 +16,6 @@ from .scripted_upstream import ScriptedUpstream
 
 CHAT = "/v1/chat/completions"
 KEY = "sk-test-secret-4711"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    with ScriptedUpstream() as server:
-        yield server
 
 
 def body(model: str) -> dict:

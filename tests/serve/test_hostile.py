@@ -29,12 +29,6 @@ LIMIT = 16_384  # max_body_bytes of the proxy under test
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    with ScriptedUpstream() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: ScriptedUpstream) -> Iterator[str]:
     with running_proxy(ServeConfig(upstream=upstream.url, max_body_bytes=LIMIT)) as url:
         yield url
