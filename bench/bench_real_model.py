@@ -154,7 +154,6 @@ def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
 
     from loopfix.backends.kv_batch import KVBatch
     from loopfix.backends.llama_fused import fused_forward
-    from loopfix.backends.onednn import use_onednn_linears
 
     contexts = [r.ids for r in requests]
 
@@ -162,8 +161,8 @@ def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=getattr(torch, dtype), attn_implementation=attention
         )
-        use_onednn_linears(model.eval())  # as the engine does: both sides on the same GEMMs
-        return model
+        # Both sides on the same GEMMs: the batch runs the model's forward on oneDNN too.
+        return model.eval()
 
     def through(batch: KVBatch, own_forward: bool, method, *arguments):
         # A hook on any module sends the batch to the model's own forward.

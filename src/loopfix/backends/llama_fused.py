@@ -46,7 +46,7 @@ from torch.nn.modules import module as torch_module
 from transformers import PretrainedConfig, PreTrainedModel
 
 from loopfix.backends.decode_kernels import DecodeKernels, PackedRows, decode_kernels
-from loopfix.backends.onednn import OneDNNLinear, PackedWeight, packable
+from loopfix.backends.onednn import OneDNNLinear, PackedWeight, packable, packed_weight
 
 __all__ = [
     "KernelOps",
@@ -73,7 +73,7 @@ class _Projection:
 
     def __init__(self, linears: list[nn.Linear]) -> None:
         self.linears = linears
-        self.packed = PackedWeight()
+        self.packed = PackedWeight()  # the stacked weights' (one layer: `packed_weight`'s)
 
     def __call__(self, x: torch.Tensor, pack: bool) -> torch.Tensor:
         """`x` through the stacked layers; `pack`: on oneDNN's packed weight (`packable`)."""
@@ -84,8 +84,11 @@ class _Projection:
         bias = None
         if self.linears[0].bias is not None:
             bias = torch.cat([cast(torch.Tensor, linear.bias) for linear in self.linears])
-        weights = [linear.weight for linear in self.linears]
-        return OneDNNLinear.forward_on_weights(x, self.packed.get(*weights), bias)
+        if len(self.linears) == 1:  # the packed copy the model's own forward would use
+            weight = packed_weight(self.linears[0])
+        else:
+            weight = self.packed.get(*[linear.weight for linear in self.linears])
+        return OneDNNLinear.forward_on_weights(x, weight, bias)
 
 
 def _rms_norm(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:

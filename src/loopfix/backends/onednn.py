@@ -8,25 +8,45 @@ wide projections and its 49,152-wide output layer, one thread, `bench/bench_real
 both dtypes: a decode step is mostly these matrix multiplies, streaming every weight from
 memory, and vLLM-CPU runs them on oneDNN with packed weights too.
 
-`use_onednn_linears` switches a model's linear layers to `OneDNNLinear`. Whenever no gradient
-is wanted, on CPU, in float32 (or bfloat16 where oneDNN supports it), it calls oneDNN's linear
-on a packed copy of its weight; otherwise it is `nn.Linear` itself. The packed copy costs the
-weight's memory again, is made on first use, and is made afresh whenever the weight changed
-since: its version counter moves on every in-place write through the parameter or a detached
-view of it (a patch, `load_state_dict`), its storage when the parameter is replaced. A write
-through `weight.data` moves neither and is not seen. The copy is left out of pickles and deep
-copies (oneDNN's layout has no storage to copy). Same math, another summation order than MKL:
-logits differ in the last float bits, so a greedy walk may part at a near-tie.
+`accelerate(model)` switches a model's plain `nn.Linear` layers to `OneDNNLinear` for as long as
+its handle is held (`remove()`, or `with accelerate(model): ...`), then switches them back: the
+decode engine holds one only around its own calls of the model's forward, so between them,
+and after, the model is exactly the one it was given (every module's class, every parameter
+the same tensor; nothing is stored on the modules). Handles on one model nest and may be held
+from several threads: the first switches, the last to go switches back. A switch that fails
+halfway is undone before the error propagates.
+
+Whenever no gradient is wanted, on CPU, in float32 (or bfloat16 where oneDNN supports it),
+`OneDNNLinear` calls oneDNN's linear on a packed copy of its weight; otherwise it is
+`nn.Linear` itself. The packed copy lives in a cache beside the model (`packed_weight`: keyed
+weakly on the module, so it goes with the model), so holding a handle again costs one class
+assignment per layer, not a packing. It costs the weight's memory again, is made on first
+use, and is made afresh whenever the weight changed since: its version counter moves on every
+in-place write through the parameter or a detached view of it (a patch, `load_state_dict`),
+its identity and storage when the parameter is replaced. A write through `weight.data` moves
+none of them and is not seen. Same math, another summation order than MKL: logits differ in
+the last float bits, so a greedy walk may part at a near-tie.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import weakref
+from types import TracebackType
+from typing import Any, cast
 
 import torch
 from torch import nn
 
-__all__ = ["OneDNNLinear", "PackedWeight", "onednn_available", "packable", "use_onednn_linears"]
+__all__ = [
+    "Accelerated",
+    "OneDNNLinear",
+    "PackedWeight",
+    "accelerate",
+    "onednn_available",
+    "packable",
+    "packed_weight",
+]
 
 
 def onednn_available() -> bool:
@@ -56,14 +76,14 @@ def packable(input: torch.Tensor, weight: torch.Tensor) -> bool:
 class PackedWeight:
     """One oneDNN-packed copy of a weight, or of several stacked along the output dimension
     (`torch.cat(weights)`, for fused projections), packed again whenever any of them changed
-    since: each is keyed by its version counter and storage (see the module docstring)."""
+    since: each is keyed by its identity, version counter and storage (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._key: tuple[tuple[int, int], ...] | None = None
+        self._key: tuple[tuple[int, int, int], ...] | None = None
         self._packed = torch.zeros(0)
 
     def get(self, *weights: torch.Tensor) -> torch.Tensor:
-        key = tuple((w._version, w.data_ptr()) for w in weights)
+        key = tuple((id(w), w._version, w.data_ptr()) for w in weights)
         if self._key != key:
             stacked = weights[0] if len(weights) == 1 else torch.cat(weights)
             self._packed = torch.ops.mkldnn._reorder_linear_weight(stacked.detach())
@@ -71,27 +91,26 @@ class PackedWeight:
         return self._packed
 
 
-class OneDNNLinear(nn.Linear):
-    """`nn.Linear` whose CPU inference runs on oneDNN with a packed weight (see the module
-    docstring)."""
+_PACKED: weakref.WeakKeyDictionary[nn.Module, PackedWeight] = weakref.WeakKeyDictionary()
 
-    _packed: PackedWeight | None = None
+
+def packed_weight(linear: nn.Linear) -> torch.Tensor:
+    """`linear`'s weight in oneDNN's layout, from the cache beside the model (packed again if
+    the weight changed since); the fused forward's single projections share it."""
+    packed = _PACKED.get(linear)
+    if packed is None:
+        packed = _PACKED[linear] = PackedWeight()
+    return packed.get(linear.weight)
+
+
+class OneDNNLinear(nn.Linear):
+    """`nn.Linear` whose CPU inference runs on oneDNN with a packed weight, while an
+    `accelerate` handle holds its model (see the module docstring)."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         if not packable(input, self.weight):
             return super().forward(input)
-        return self.forward_on_weights(input, self.packed_weight(), self.bias)
-
-    def packed_weight(self) -> torch.Tensor:
-        """The weight in oneDNN's layout, packed again if the weight changed since."""
-        if self._packed is None:
-            self._packed = PackedWeight()
-        return self._packed.get(self.weight)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(super().__getstate__())
-        state.pop("_packed", None)
-        return state
+        return self.forward_on_weights(input, packed_weight(self), self.bias)
 
     @staticmethod
     def forward_on_weights(
@@ -101,14 +120,81 @@ class OneDNNLinear(nn.Linear):
         return torch.ops.mkldnn._linear_pointwise(input, weight, bias, "none", [], "")
 
 
-def use_onednn_linears(model: nn.Module) -> int:
-    """Switch every plain `nn.Linear` of `model` to `OneDNNLinear` in place (parameters, hooks
-    and state dict unchanged); how many were switched. Nothing when oneDNN is missing."""
+class _Switch:
+    """The layers one model had switched, and how many handles hold them so."""
+
+    def __init__(self, layers: list[nn.Module]) -> None:
+        self.layers, self.holders = layers, 1
+
+
+_LOCK = threading.Lock()
+_SWITCHED: weakref.WeakKeyDictionary[nn.Module, _Switch] = weakref.WeakKeyDictionary()
+
+
+def _switch_back(layers: list[nn.Module]) -> None:
+    for layer in reversed(layers):
+        if type(layer) is OneDNNLinear:  # a class someone else set since is theirs to keep
+            cast(Any, layer).__class__ = nn.Linear
+
+
+class Accelerated:
+    """A hold on a model's switched linear layers (`accelerate`): `remove()` lets go (the
+    last hold on the model switches them back); also a context manager. Removing twice is a
+    no-op."""
+
+    def __init__(self, model: nn.Module | None) -> None:
+        self._model = model
+
+    @property
+    def layers(self) -> int:
+        """How many layers this model has switched while held (0: oneDNN missing, released)."""
+        switch = _SWITCHED.get(self._model) if self._model is not None else None
+        return len(switch.layers) if switch is not None else 0
+
+    def remove(self) -> None:
+        model, self._model = self._model, None
+        if model is None:
+            return
+        with _LOCK:
+            switch = _SWITCHED.get(model)
+            if switch is None:
+                return
+            switch.holders -= 1
+            if not switch.holders:
+                del _SWITCHED[model]
+                _switch_back(switch.layers)
+
+    def __enter__(self) -> Accelerated:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.remove()
+
+
+def accelerate(model: nn.Module) -> Accelerated:
+    """Run `model`'s plain `nn.Linear` layers on oneDNN with packed weights until the handle
+    is removed (parameters, hooks and state dict untouched; see the module docstring). Does
+    nothing, and returns a handle that does nothing, when oneDNN is missing."""
     if not onednn_available():
-        return 0
-    switched = 0
-    for module in model.modules():
-        if type(module) is nn.Linear:
-            module.__class__ = OneDNNLinear
-            switched += 1
-    return switched
+        return Accelerated(None)
+    with _LOCK:
+        switch = _SWITCHED.get(model)
+        if switch is not None:
+            switch.holders += 1
+            return Accelerated(model)
+        layers: list[nn.Module] = []
+        try:
+            for module in model.modules():
+                if type(module) is nn.Linear:
+                    module.__class__ = OneDNNLinear
+                    layers.append(module)
+        except BaseException:
+            _switch_back(layers)
+            raise
+        _SWITCHED[model] = _Switch(layers)
+    return Accelerated(model)
