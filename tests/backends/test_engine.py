@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from loopfix.backends.engine import DecodeEngine
-from loopfix.backends.sampling import draw, uniforms
+from loopfix.engine import DecodeEngine
+from loopfix.engine.sampling import draw, uniforms
 from loopfix.guards import GuardChain, parse_guards
 from loopfix.guards.base import Guard, GuardParams
 from loopfix.models import tiny_model

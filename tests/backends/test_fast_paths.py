@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from loopfix.backends.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
-from loopfix.backends.llama_fused import fused_forward
-from loopfix.backends.onednn import OneDNNLinear, accelerate, onednn_available
+from loopfix.engine.fast.llama_fused import fused_forward
+from loopfix.engine.fast.onednn import OneDNNLinear, accelerate, onednn_available
+from loopfix.engine.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
 from loopfix.models import load_model, tiny_model
 
 from .greedy import assert_same_greedy
@@ -80,7 +80,7 @@ def test_packed_weights_follow_in_place_edits_and_replaced_parameters(dtype) -> 
 
 
 def test_handles_nest_and_a_failed_switch_is_undone(monkeypatch) -> None:
-    from loopfix.backends import onednn
+    from loopfix.engine.fast import onednn
 
     model = tiny_model("llama")
     outer = accelerate(model)

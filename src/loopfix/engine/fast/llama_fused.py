@@ -6,11 +6,11 @@ Profiled on SmolLM2 in bfloat16 at the engine's batch of 16 (`bench/bench_real_m
 transformers' module calls, keyword plumbing and mask construction - and another tenth went to
 small elementwise operators. This runs the same math with the decoder layers' parameters and
 the engine's own cache: q, k and v as one matrix multiply (their weights stacked), gate and up
-as one, every linear layer on oneDNN with packed weights (`backends.onednn`; the stacked copies
+as one, every linear layer on oneDNN with packed weights (`fast.onednn`; the stacked copies
 are packed again whenever a weight changes, a repair patch say, like every packed weight).
 
 Between the matrix multiplies, one of two sets of operations (`LayerOps`):
-- the compiled kernels (`backends.decode_kernels`; bfloat16 and float32, where a C compiler
+- the compiled kernels (`fast.decode_kernels`; bfloat16 and float32, where a C compiler
   builds them): a layer's rotary embedding, cache append and attention in one call, the
   residual add and RMSNorm in another, the MLP activation in a third (`KernelOps`). They also
   serve the prefill (`PackedKernelOps`): the prompts packed one after another, no padding
@@ -45,8 +45,8 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 from transformers import PretrainedConfig, PreTrainedModel
 
-from loopfix.backends.decode_kernels import DecodeKernels, PackedRows, decode_kernels
-from loopfix.backends.onednn import OneDNNLinear, PackedWeight, packable, packed_weight
+from loopfix.engine.fast.decode_kernels import DecodeKernels, PackedRows, decode_kernels
+from loopfix.engine.fast.onednn import OneDNNLinear, PackedWeight, packable, packed_weight
 
 __all__ = [
     "KernelOps",

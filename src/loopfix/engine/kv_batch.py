@@ -27,8 +27,8 @@ import torch
 from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
-from loopfix.backends.llama_fused import LlamaFused, fused_forward
-from loopfix.backends.onednn import accelerate
+from loopfix.engine.fast.llama_fused import LlamaFused, fused_forward
+from loopfix.engine.fast.onednn import accelerate
 
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
 
