@@ -35,8 +35,8 @@ both dtypes, beside transformers' eager attention against its sdpa (`fused_agree
 `--against OTHER/src` compares, instead, this checkout's engine with another's (a git worktree
 of an older commit, say) on a machine other jobs share: `--rounds` rounds, each running the
 engine rows (fixed work) of both checkouts in turn (who goes first alternating), each in a
-fresh process with the same
-threads, dtype and prompts, every run printed; then the vLLM-CPU rows once.
+fresh process with the same threads, dtype and prompts, every run printed; then the vLLM-CPU
+rows once.
 """
 
 from __future__ import annotations
