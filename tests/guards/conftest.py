@@ -16,7 +16,7 @@ def logits() -> torch.Tensor:
 @pytest.fixture
 def decode():
     """Guarded decoding through the engine, EOS = pad = 2, seeds 0..n-1, all prompts at once."""
-    from loopfix.backends.engine import DecodeEngine
+    from loopfix.engine import DecodeEngine
     from loopfix.guards import parse_guards
 
     def run(model, prompts, settings, spec="none", args=None, batch_size=None):

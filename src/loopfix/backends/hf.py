@@ -17,7 +17,7 @@ from typing import Any
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from loopfix.backends.base import Generation, Request, dtype_name
-from loopfix.backends.engine import DecodeEngine, EngineResult
+from loopfix.engine import DecodeEngine, EngineResult
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
 from loopfix.seeds import derive_seed

@@ -16,10 +16,10 @@ from typing import Any, cast
 
 import torch
 
-from loopfix.backends.sampling import sampler_warpers
 from loopfix.consistency.divergence import step_logits
 from loopfix.consistency.result import CheckResult
 from loopfix.consistency.session import Session
+from loopfix.engine.sampling import sampler_warpers
 from loopfix.records import DecodeSettings
 
 __all__ = ["check_sampling_pool", "pool_sizes"]

@@ -15,11 +15,11 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from loopfix.backends.engine import eos_set
 from loopfix.backends.hf import generate
 from loopfix.consistency.config import ConsistencyConfig
 from loopfix.consistency.divergence import find_divergence
 from loopfix.consistency.result import Divergence
+from loopfix.engine import eos_set
 from loopfix.records import DecodeSettings
 from loopfix.scan.detection import judge_loop, scan_detect_config
 from loopfix.seeds import derive_seed

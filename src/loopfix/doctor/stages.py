@@ -67,7 +67,7 @@ def measure_backend_name(config: DoctorConfig) -> str:
     import torch
     from transformers import AutoConfig, AutoTokenizer
 
-    from loopfix.backends.llama_fused import kernels_for, serves
+    from loopfix.engine.fast.llama_fused import kernels_for, serves
     from loopfix.lab.tokenizer import is_testbed_tokenizer
     from loopfix.models import resolve_model_path
 

@@ -22,11 +22,13 @@ cap. This loop keeps up to `batch_size` sequences in flight instead:
 A sample therefore depends only on its prompt, its seed and the settings, not on which requests
 share its batch (up to float rounding of batched matmuls), and two guard chains that leave a
 step's logits alone draw the same token there: comparisons are paired at every temperature.
-The model's linear layers run on oneDNN with packed weights from the first engine on
-(`backends.onednn`: faster than MKL's float32 GEMM and than oneDNN on plain weights on the
-CPUs measured), and a Llama-architecture model prefills and decodes through its fused forward
-(`backends.llama_fused`: transformers' math in fewer calls, on compiled CPU kernels where a C
-compiler builds them, while no forward hook asks for the model's own modules). Caches that
+A Llama-architecture model prefills and decodes through its fused forward (`engine.fast.
+llama_fused`: transformers' math in fewer calls, its linear layers on packed oneDNN weights,
+on compiled CPU kernels where a C compiler builds them, while no forward hook asks for the
+model's own modules); any other runs its own forward with its linear layers switched to packed
+oneDNN weights for that call only (`engine.fast.onednn.accelerate`: faster than MKL's float32 GEMM
+and than oneDNN on plain weights on the CPUs measured). The engine changes nothing of the model
+it is given: between its forward calls, and after, every module is the one it was. Caches that
 cannot be merged or trimmed row by row (sliding-window or linear-attention layers) run in fixed
 batches instead: ended rows stay until the batch ends, and a chain that may roll back runs one
 row at a time.
@@ -43,9 +45,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
-from loopfix.backends.kv_batch import KVBatch, mergeable
-from loopfix.backends.onednn import use_onednn_linears
-from loopfix.backends.sampling import draw, sampler_penalties, sampler_warpers, uniforms
+from loopfix.engine.kv_batch import KVBatch, mergeable
+from loopfix.engine.sampling import draw, sampler_penalties, sampler_warpers, uniforms
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, FinishReason
 
@@ -111,7 +112,6 @@ class DecodeEngine:
         capture: bool = False,
     ) -> None:
         self.model, self.settings, self.eos = model, settings, eos_set(eos_token_id)
-        use_onednn_linears(model)
         self.pad_id, self.capture = pad_token_id, capture
         self.build_chain = build_chain or (lambda: GuardChain([]))
         self.mergeable = mergeable(model)

@@ -6,11 +6,11 @@ Profiled on SmolLM2 in bfloat16 at the engine's batch of 16 (`bench/bench_real_m
 transformers' module calls, keyword plumbing and mask construction - and another tenth went to
 small elementwise operators. This runs the same math with the decoder layers' parameters and
 the engine's own cache: q, k and v as one matrix multiply (their weights stacked), gate and up
-as one, every linear layer on oneDNN with packed weights (`backends.onednn`; the stacked copies
+as one, every linear layer on oneDNN with packed weights (`fast.onednn`; the stacked copies
 are packed again whenever a weight changes, a repair patch say, like every packed weight).
 
 Between the matrix multiplies, one of two sets of operations (`LayerOps`):
-- the compiled kernels (`backends.decode_kernels`; bfloat16 and float32, where a C compiler
+- the compiled kernels (`fast.decode_kernels`; bfloat16 and float32, where a C compiler
   builds them): a layer's rotary embedding, cache append and attention in one call, the
   residual add and RMSNorm in another, the MLP activation in a third (`KernelOps`). They also
   serve the prefill (`PackedKernelOps`): the prompts packed one after another, no padding
@@ -45,8 +45,8 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 from transformers import PretrainedConfig, PreTrainedModel
 
-from loopfix.backends.decode_kernels import DecodeKernels, PackedRows, decode_kernels
-from loopfix.backends.onednn import OneDNNLinear, PackedWeight, packable
+from loopfix.engine.fast.decode_kernels import DecodeKernels, PackedRows, decode_kernels
+from loopfix.engine.fast.onednn import OneDNNLinear, PackedWeight, packable, packed_weight
 
 __all__ = [
     "KernelOps",
@@ -73,7 +73,7 @@ class _Projection:
 
     def __init__(self, linears: list[nn.Linear]) -> None:
         self.linears = linears
-        self.packed = PackedWeight()
+        self.packed = PackedWeight()  # the stacked weights' (one layer: `packed_weight`'s)
 
     def __call__(self, x: torch.Tensor, pack: bool) -> torch.Tensor:
         """`x` through the stacked layers; `pack`: on oneDNN's packed weight (`packable`)."""
@@ -84,8 +84,11 @@ class _Projection:
         bias = None
         if self.linears[0].bias is not None:
             bias = torch.cat([cast(torch.Tensor, linear.bias) for linear in self.linears])
-        weights = [linear.weight for linear in self.linears]
-        return OneDNNLinear.forward_on_weights(x, self.packed.get(*weights), bias)
+        if len(self.linears) == 1:  # the packed copy the model's own forward would use
+            weight = packed_weight(self.linears[0])
+        else:
+            weight = self.packed.get(*[linear.weight for linear in self.linears])
+        return OneDNNLinear.forward_on_weights(x, weight, bias)
 
 
 def _rms_norm(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:

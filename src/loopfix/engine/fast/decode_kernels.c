@@ -1,6 +1,6 @@
-/* CPU kernels of the fused Llama forward (backends/llama_decode.py, loaded by
- * backends/decode_kernels.py): a prefill of packed prompts, and decode steps of one new token
- * per row.
+/* CPU kernels of the fused Llama forward (loopfix/engine/fast/llama_fused.py; built and
+ * loaded by loopfix/engine/fast/decode_kernels.py): a prefill of packed prompts, and decode
+ * steps of one new token per row.
  *
  * Built for one model shape and dtype on the machine that runs it (-O3 -march=native): HEAD_DIM,
  * GROUP (query heads per key/value head) and ELEM_BF16 (1: bfloat16 tensors, 0: float32).

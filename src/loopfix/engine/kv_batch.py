@@ -14,6 +14,8 @@ engine's time, more when other jobs share the memory bus).
 A Llama-architecture model prefills and steps through its fused forward (`llama_fused`) while
 no hook asks for its modules; the prefill then runs the prompts packed, without the padding
 tokens, and leaves the same left-padded cache, mask and positions as the model's forward.
+Otherwise the model's own forward runs, its linear layers on packed oneDNN weights for the
+duration of that call only (`onednn.accelerate`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import torch
 from torch.profiler import record_function
 from transformers import DynamicCache, DynamicLayer, PreTrainedModel
 
-from loopfix.backends.llama_fused import LlamaFused, fused_forward
+from loopfix.engine.fast.llama_fused import LlamaFused, fused_forward
+from loopfix.engine.fast.onednn import accelerate
 
 __all__ = ["SPARE_POSITIONS", "KVBatch", "SpareLayer", "mergeable"]
 
@@ -62,14 +65,17 @@ class KVBatch:
         # length every step (a measurable share of a small model's step on CPU).
         width = mask.shape[1]
         cache_position = torch.arange(width - ids.shape[1], width, device=ids.device)
-        return self.model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            cache=self.cache,
-            cache_position=cache_position,
-            logits_to_keep=1,
-        )
+        # Its linear layers on packed oneDNN weights for this call only (`onednn.accelerate`):
+        # outside the engine's own calls the model runs as it came.
+        with accelerate(self.model):
+            return self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                cache=self.cache,
+                cache_position=cache_position,
+                logits_to_keep=1,
+            )
 
     def prefill(self, contexts: Sequence[list[int]], pad_id: int) -> torch.Tensor:
         """Start a batch on these contexts (left-padded); the next-token logits per row."""
