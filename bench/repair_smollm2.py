@@ -49,10 +49,10 @@ from loopfix.repair.sources.outcome import OutcomeSource
 from loopfix.repair.sources.records import PairRequest, RecordsSource, normal_texts, read_records
 from loopfix.repair.sources.rescue import RescueSource
 from loopfix.repair.sources.scan import ScanSource
-from loopfix.repair.stages import StageClock, peak_rss_mib
 from loopfix.repair.verification import Verifier
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop, setting_summary
+from loopfix.stages import StageClock, peak_rss_mib
 from loopfix.suites import load_suite
 from loopfix.suites.render import prompt_ids
 

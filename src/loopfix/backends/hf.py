@@ -1,4 +1,4 @@
-"""Generation with Hugging Face transformers, through our decode engine (`backends.engine`).
+"""Generation with Hugging Face transformers, through our decode engine (`loopfix.engine`).
 
 Every prompt is drawn from its own generator, seeded by the request's seed (or, for `generate`,
 by the run's seed and the prompt's position), so a sample does not depend on its batch mates

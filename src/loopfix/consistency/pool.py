@@ -2,7 +2,7 @@
 
 For every temperature x top-k x top-p x min-p, every prompt is generated (seed config.seed);
 each step's distribution is recomputed teacher-forced and put through the sampler's own
-warpers (`backends.sampling.sampler_warpers`, `model.generate`'s order). Per setting: the pool
+warpers (`engine.sampling.sampler_warpers`, `model.generate`'s order). Per setting: the pool
 (tokens left with probability > 0) and the effective number of candidates exp(entropy) of what
 is left. A pool of one token is a deterministic step; where that is the case on more than
 `pool_collapse_share` of steps the setting is flagged (greedy is always one and not listed).

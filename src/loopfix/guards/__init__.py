@@ -2,7 +2,7 @@
 
 `guard_processor("rescue+dry", tokenizer)` gives the keyword arguments that run guards inside a
 user's own `model.generate`; `parse_guards("rescue+dry", {"dry.multiplier": 0.8}, context)` builds
-the `GuardChain` itself, which loopfix's decode engine (`loopfix.backends.engine`, which can also
+the `GuardChain` itself, which loopfix's decode engine (`loopfix.engine`, which can also
 roll back for rescue) runs in scans and comparisons. The vLLM adapter lives in
 `loopfix.guards.vllm` (imported only when vLLM is installed).
 """
