@@ -1,9 +1,9 @@
 """The headline on the held-out part of the corpus of real outputs (data/detect_corpus_real):
 the default detector keeps precision >= 0.95, and reaches recall >= 0.90 on every kind with enough
 held-out loops to measure at that resolution, except the kinds docs/detection.md reports as short
-of the bar (near: templated tails whose numbers do not count, with no cut known, 8/12;
-semantic: re-verification cycles in reasoning traces, 11/26 with the stagnation check). Below
-ten loops one miss moves recall by more than the 0.10 margin (segment: 3 held-out loops), so
+of the bar (near: templated tails whose numbers do not count, with no cut known, 8/13;
+semantic: re-verification cycles in reasoning traces, 12/32 with the stagnation check). Below
+ten loops one miss moves recall by more than the 0.10 margin (segment: 7 held-out loops), so
 such kinds are reported, not asserted."""
 
 from pathlib import Path
