@@ -84,19 +84,23 @@ def assert_openai_error(reply: httpx.Response, status: int) -> str:
     return str(error["message"])
 
 
-def requests_counted(proxy: str, status: int, route: str = "/v1/chat/completions") -> float:
-    """How many answers with `status` the proxy counted on `route` (any action)."""
+def metric_total(url: str, name: str, **labels: str) -> float:
+    """The sum of `name`'s samples in the /metrics of the server at `url` whose labels include
+    `labels` (any other labels)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(proxy + "/metrics").text
+    text = httpx.get(url + "/metrics").text
     return sum(
         sample.value
         for family in text_string_to_metric_families(text)
         for sample in family.samples
-        if sample.name == "loopfix_requests_total"
-        and sample.labels["route"] == route
-        and sample.labels["status"] == str(status)
+        if sample.name == name and labels.items() <= sample.labels.items()
     )
+
+
+def requests_counted(proxy: str, status: int, route: str = "/v1/chat/completions") -> float:
+    """How many answers with `status` the proxy counted on `route` (any action)."""
+    return metric_total(proxy, "loopfix_requests_total", route=route, status=str(status))
 
 
 def metric(metrics_text: str, name: str, **labels: str) -> float:

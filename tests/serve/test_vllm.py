@@ -16,7 +16,7 @@ from loopfix.serve import ServeConfig
 from loopfix.suites import stargraph_suite
 from tests.vllm_server import NEEDS_VLLM, vllm_server
 
-from .proxy import finish_reasons, metric, running_proxy, stream_events, texts
+from .proxy import finish_reasons, metric, metric_total, running_proxy, stream_events, texts
 
 pytestmark = NEEDS_VLLM
 MODEL = str(resolve_model_path("loopfix:stargraph"))
@@ -81,15 +81,7 @@ def test_observe_is_untouched_and_stop_ends_a_real_loop(proxy: str, looping: tup
 
 def generated_tokens(vllm: str) -> float:
     """vLLM's count of tokens it generated, from its own /metrics."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    text = httpx.get(vllm + "/metrics").text
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == "vllm:generation_tokens_total"
-    )
+    return metric_total(vllm, "vllm:generation_tokens_total")
 
 
 def test_stop_makes_vllm_stop_generating(vllm: str, proxy: str, looping: tuple) -> None:

@@ -18,9 +18,12 @@ def register(app: typer.Typer) -> None:
     app.add_typer(models_app, name="models", help="List bundled models; print a model's folder.")
 
 
-@models_app.command("list")
+@models_app.command(
+    "list",
+    help="Every loopfix:NAME, with its folder or file (or how to install it), one per line "
+    "(name, kind, where; tab-separated)." + examples("loopfix models list"),
+)
 def list_command() -> None:
-    """Every loopfix:NAME, with its folder or file (or how to install it)."""
     from loopfix.models.errors import ModelLoadError
     from loopfix.models.gguf import PACKAGED_MODELS, packaged_model_path
     from loopfix.models.loading import TESTBED_PREFIX, bundled_testbeds, testbed_dir
