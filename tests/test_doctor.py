@@ -299,7 +299,9 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
         guards=["none", "dry"],
     )
     records = tmp_path / "measure" / "records.jsonl"
-    repair = SMALL.model_copy(update={"suite": "arith", "records": records})
+    repair = SMALL.model_copy(
+        update={"suite": "arith", "records": records, "verify_screened_out": False}
+    )
     result = run_doctor(config, lambda line: None, repair_config=repair)
     assert result.measure.suite == "arith" and result.measure.loops >= config.min_loops
     assert [e["guard"] for e in result.guards.entries] == ["none", "dry"]
@@ -307,6 +309,15 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     verify = json.loads(Path(result.repair.verify).read_text())
     assert verify["branches"]["records"] == str(records)
     assert result.repair.verdict == verify["verdict"]
+    # A random model's screening pick removes no loop: the repair stops there with the reason,
+    # and nothing is verified or written as a patch.
+    assert verify["stopped_at"] == "screen" and verify["by_temperature"] == {}
+    assert verify["verdict"].startswith("rejected at screening, nothing verified")
+    assert "removes no loops and recovers no answers net" in verify["verdict"]
+    arms = sorted(p.name for p in (tmp_path / "repair" / "verification").iterdir() if p.is_dir())
+    assert arms and all("-causal-" in name for name in arms)  # the screening's runs only
+    assert verify["patch"] is None and not list((tmp_path / "repair").rglob("patch.json"))
+    assert result.repair.verdict in (tmp_path / "report.md").read_text()
 
 
 def test_the_measure_stage_runs_on_the_fastest_backend_present(

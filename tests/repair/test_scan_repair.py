@@ -30,6 +30,8 @@ SMALL = RepairConfig(
     temperatures=(0.0,),
     gen_batch_size=16,
     batch_size=16,
+    # The tiny model's screening pick removes nothing; these tests read the verified arms.
+    verify_screened_out=True,
 )
 
 
@@ -80,10 +82,20 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     assert checks["touched_within_budget"] == (
         verify["touched_fraction"] <= verify["config"]["max_touched_fraction"]
     )
-    assert verify["accepted"] == all(checks.values())
-    failed = [name for name, ok in checks.items() if not ok]
-    assert verify["verdict"].startswith("accepted" if not failed else "no selective loop direction")
-    assert all(name in verify["verdict"] for name in failed)
+    answers = verify["answers"]["0.0"]
+    assert (answers["rescues"], answers["regressions"]) == (
+        paired["rescues"],
+        paired["regressions"],
+    )
+    assert checks["answers_rise_significantly"] == (
+        paired["rescues"] > paired["regressions"] and paired["mcnemar_p"] < 0.05
+    )
+    routes = verify["routes"]
+    passed = [r for r in ("answers", "loops") if all(checks[name] for name in routes[r])]
+    within = all(checks[name] for name in routes["budgets"])
+    assert verify["routes_passed"] == (passed if within else [])
+    assert verify["accepted"] == bool(verify["routes_passed"])
+    assert verify["verdict"].startswith("accepted" if verify["accepted"] else "rejected")
     folder = tmp_path / "out" / ("" if verify["accepted"] else "rejected_candidate")
     assert Path(verify["patch"]) == folder / "patch.json" and (folder / "patch.json").is_file()
     # The arms are scans: re-pairing their records gives the same rescues and regressions.
@@ -108,6 +120,7 @@ def test_cli_scans_the_suite_itself(tiny_folder: Path, tmp_path: Path) -> None:
     # default outcome source refuses them, below): the rescue source makes its own partners.
     grid = ["--source", "rescue", "--max-new-tokens", "32", "--ks", "8", "--alphas", "2"]
     small = ["--prompts", "50", "--batch-size", "16", "--max-touched-fraction", "0.05"]
+    small.append("--verify-screened-out")  # the tiny model's pick removes nothing
     result = runner.invoke(app, arguments + grid + small)
     assert result.exit_code == 0, result.output
     verify = json.loads((out / "verify.json").read_text())

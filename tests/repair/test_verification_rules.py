@@ -12,7 +12,7 @@ from loopfix.repair import RepairConfig
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.candidates import candidate_grid, norm_matched_control
 from loopfix.repair.config import PLAIN_TEXT
-from loopfix.repair.decide import acceptance_checks
+from loopfix.repair.decide import budget_checks, loops_checks
 from loopfix.repair.directions import random_directions
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.linear_proxy import LinearProxy
@@ -22,6 +22,7 @@ from loopfix.repair.scoring import Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
 from loopfix.repair.verification import reduction_interval
 from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*
+from tests.repair.blocks import block
 
 pytestmark = pytest.mark.slow
 
@@ -85,16 +86,6 @@ def test_perplexity_check_passes_a_tiny_edit_and_fails_a_damaging_one(
         text_windows(short, tokenizer, 256, 1024)
 
 
-def _block(base: float, patched: float, controls: list[float], removed: int, added: int) -> dict:
-    paired = {"loops_removed": removed, "loops_added": added, "loop_mcnemar_p": 0.001}
-    return {
-        "base": {"loop_rate": base},
-        "patched": {"loop_rate": patched},
-        "controls": [{"loop_rate": c} for c in controls],
-        "paired": {"patched": {**paired, "rescues": 5, "regressions": 3}},
-    }
-
-
 def test_every_control_seed_must_stay_below_half_the_reduction(testbed) -> None:
     model, _, _, directions = testbed
     (candidate,) = candidate_grid(model, directions, ("attn_out",), [0], 1, (8,), (2.0,), 1e12)
@@ -105,18 +96,12 @@ def test_every_control_seed_must_stay_below_half_the_reduction(testbed) -> None:
     assert len({c.alpha for c in controls}) == 3  # each seed its own direction and scale
     config = RepairConfig(perplexity_text=Path("unused"))
     rule = "controls_below_share_of_the_reduction"
-    good = acceptance_checks(
-        _block(0.4, 0.1, [0.4, 0.38, 0.42], 40, 10), None, 0.05, 1e-4, 1.01, None, config
-    )
+    good = loops_checks(block(0.4, 0.1, [0.4, 0.38, 0.42]), None, None, config)
     assert all(good.values()), good
-    one_bad = acceptance_checks(
-        _block(0.4, 0.1, [0.4, 0.2, 0.42], 40, 10), None, 0.05, 1e-4, 1.01, None, config
-    )
+    one_bad = loops_checks(block(0.4, 0.1, [0.4, 0.2, 0.42]), None, None, config)
     assert not one_bad[rule] and [k for k, v in one_bad.items() if not v] == [rule]
-    worse_text = acceptance_checks(
-        _block(0.4, 0.1, [0.4], 40, 10), None, 0.05, 1e-4, 1.03, None, config
-    )
-    assert not worse_text["perplexity_within_budget"]
+    assert not budget_checks(0.05, 1e-4, 1.03, config)["perplexity_within_budget"]
+    assert all(budget_checks(0.05, 1e-4, 1.01, config).values())
     interval = reduction_interval([0.0, 0.02, -0.02])
     assert interval["seeds"] == 3 and interval["mean"] == pytest.approx(0.0)
     assert interval["low"] < -0.02 and interval["high"] > 0.02  # t with 2 df: wider than the range

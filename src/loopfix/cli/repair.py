@@ -55,6 +55,7 @@ def repair_command(
     gen_dtype: str | None = by_source("gen_dtype"),
     max_touched_fraction: float | None = by_source("max_touched_fraction"),
     max_new_tokens: int | None = option(RepairConfig, "max_new_tokens"),
+    verify_screened_out: bool = option(RepairConfig, "verify_screened_out"),
     trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Repair a model's loops with a verified, reversible column edit (default: the testbed).
@@ -82,4 +83,5 @@ def repair_command(
         trust_remote_code=trust_remote_code,
     )
     console.print((out / "report.md").read_text(), markup=False, soft_wrap=True)
-    console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'} and {result.patch}")
+    patch = "" if result.patch is None else f" and {result.patch}"
+    console.print(f"wrote {out / 'verify.json'}, {out / 'report.md'}{patch}")

@@ -67,6 +67,8 @@ def _repair_text(result: DoctorResult) -> str:
     repair = result.repair
     if repair.skipped is not None:
         return f"Skipped: {repair.skipped}."
+    if repair.kl is None:  # stopped at screening: the verdict says why, no arm was verified
+        return f"{(repair.verdict or '').rstrip('.')}. Details: {repair.verify}."
     base, patched = repair.loop_rate["base"], repair.loop_rate["patched"]
     control = repair.loop_rate["random_control"]
     text = (

@@ -297,6 +297,6 @@ def repair_stage(
         accuracy=verify.accuracy,
         kl=verify.kl,
         touched_fraction=verify.touched_fraction,
-        patch=str(verify.patch),
+        patch=None if verify.patch is None else str(verify.patch),
         skipped=None,
     )

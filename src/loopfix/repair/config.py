@@ -166,13 +166,19 @@ class RepairConfig(BaseModel):
         gt=0,
         lt=1,
         description="largest McNemar p-value counted as significant: an accepted loop "
-        "reduction, a screened candidate's fall in success",
+        "reduction or rise in success, a fall in success",
     )
     control_share: float = Field(
         0.5,
         gt=0,
         le=1,
         description="every control's loop reduction must stay below this share of the patch's",
+    )
+    verify_screened_out: bool = Field(
+        False,
+        description="verify the screening's pick even when it already fails (over the "
+        "perplexity budget, losing answers significantly, or removing no loop and recovering no "
+        "answer net); off: stop after screening with the reason",
     )
     perplexity_text: Path | None = Field(
         None,

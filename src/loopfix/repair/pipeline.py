@@ -17,9 +17,11 @@ Steps (each prints its time and the peak memory so far):
    generation; a column edit is only worth keeping if this removes loops.
 6. verify: the chosen candidate and its norm-matched random controls at every temperature on
    held-out prompts, paired with the base.
-7. decide and write: accept only if loops fall significantly (and by `min_reduction`), the
-   control does not get half as far, success does not fall, KL and touched weights are in
-   budget; write the patch (or the rejected candidate), verify.json and report.md.
+7. decide and write: accept by answers recovered or by loops removed, within the KL, touched
+   weights and perplexity budgets (`decide`, whose docstring holds both routes); write the
+   patch (or the rejected candidate), verify.json and report.md.
+A screening pick that already fails (over budget, losing answers, or removing nothing) stops
+the repair after step 4 with the reason: nothing is verified that cannot be accepted.
 """
 
 from __future__ import annotations
@@ -54,10 +56,12 @@ from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.perplexity import general_ability
 from loopfix.repair.probe import ClassMeans, class_means, projections
 from loopfix.repair.report import render_report
-from loopfix.repair.result import RepairResult
+from loopfix.repair.result import ARMS, RepairResult
 from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources import BranchPair, RepairSource, source_for
+from loopfix.repair.sources.base import SourceInputs
+from loopfix.repair.verdict import screening_verdict
 from loopfix.repair.verification import Verifier
 from loopfix.stages import StageClock
 
@@ -227,7 +231,12 @@ def run_repair(
     verifier = Verifier(generator, prompts, config)
     with clock.stage("screen"):
         ability = general_ability(model, tokenizer, config)
-        chosen, screening = verifier.screen(screened, ability)
+        best, screening = verifier.screen(screened, ability)
+        chosen, stop = screened[best], verifier.screening_failures(screening[best])
+    if stop and not config.verify_screened_out:
+        return _stopped(
+            model, model_spec, chosen, stop, screening, inputs, search, config, out, clock
+        )
     with clock.stage("causal check"):
         # On the screening's pick at its own strength: whether removing u from what those sites
         # write, with hooks and no weight change, removes loops where the edit is kept.
@@ -270,6 +279,47 @@ def run_repair(
     with clock.stage("write"):
         _write(model, model_spec, chosen, result, directions, out)
     result["timing"] = clock.to_dict()
+    write_json_atomic(out / "verify.json", result)
+    write_text_atomic(out / "report.md", render_report(result))
+    return RepairResult.from_verify(result, out)
+
+
+def _stopped(
+    model: PreTrainedModel,
+    model_spec: str,
+    chosen: Candidate,
+    reasons: list[str],
+    screening: list[dict[str, Any]],
+    inputs: SourceInputs,
+    search: dict[str, Any],
+    config: RepairConfig,
+    out: Path,
+    clock: StageClock,
+) -> RepairResult:
+    """verify.json and report.md of a repair stopped at screening: the reasons, the screening
+    table, no verified arm and no patch."""
+    result = {
+        "model": model_spec,
+        "accepted": False,
+        "stopped_at": "screen",
+        "verdict": screening_verdict(chosen.label(), reasons),
+        "checks": {},
+        "temperature": config.temperature,
+        "n": screening[0]["n"],
+        **{arm: None for arm in ARMS},
+        "by_temperature": {},
+        "answers": {},
+        "routes_passed": [],
+        "kl": None,
+        "touched_fraction": build_patch(model, chosen.requests).touched_fraction,
+        "candidate": {**chosen.to_dict(), "label": chosen.label()},
+        "branches": inputs.description,
+        "search": search,
+        "screening": screening,
+        "config": config.model_dump(mode="json"),
+        "patch": None,
+        "timing": clock.to_dict(),
+    }
     write_json_atomic(out / "verify.json", result)
     write_text_atomic(out / "report.md", render_report(result))
     return RepairResult.from_verify(result, out)

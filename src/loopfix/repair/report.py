@@ -58,13 +58,43 @@ def _screening(rows: list[dict[str, Any]], chosen: str) -> list[str]:
     return [*lines, ""]
 
 
+def _checks(result: dict[str, Any]) -> list[str]:
+    """The checks grouped by route (`decide.py`): budgets apply to both."""
+    checks = result["checks"]
+    return [
+        f"Checks, {route}: "
+        + ", ".join(f"{name} {'yes' if checks[name] else 'NO'}" for name in names)
+        for route, names in result["routes"].items()
+    ]
+
+
+def _answers(result: dict[str, Any]) -> list[str]:
+    lines = ["Answers against the base (paired on the same prompts and sampler seed):", ""]
+    for temperature, row in result["answers"].items():
+        lines.append(
+            f"- T={temperature}: success {_percent(row['base_accuracy'])} -> "
+            f"{_percent(row['patched_accuracy'])}; {row['rescues']} recovered, "
+            f"{row['regressions']} lost (net {row['net']:+d}, McNemar p {row['mcnemar_p']:.3g}); "
+            f"random controls net {', '.join(f'{n:+d}' for n in row['controls_net'])}"
+        )
+    return [*lines, ""]
+
+
 def render_report(result: dict[str, Any]) -> str:
     candidate = result["candidate"]
+    head = [f"# loopfix repair: {result['model']}", "", f"**{result['verdict']}**", ""]
+    if result["stopped_at"] is not None:
+        return "\n".join(
+            [
+                *head,
+                *_branches(result["branches"]),
+                *_screening(result["screening"], candidate["label"]),
+                "Nothing was verified: the screening's best candidate cannot be accepted.",
+                "",
+            ]
+        )
     lines = [
-        f"# loopfix repair: {result['model']}",
-        "",
-        f"**{result['verdict']}**",
-        "",
+        *head,
         f"Candidate: {candidate['label']} (proxy d_rep {candidate['proxy']['d_rep']:+.3f}, "
         f"d_prod {candidate['proxy']['d_prod']:+.3f} nats/token, KL {result['kl']:.4f}); "
         f"touched {result['touched_fraction']:.4%} of the weights. Control: a norm-matched random "
@@ -77,7 +107,7 @@ def render_report(result: dict[str, Any]) -> str:
     ]
     for temperature, block in result["by_temperature"].items():
         lines += [_row(temperature, arm, block[arm]) for arm in _ARMS]
-    lines += ["", *_screening(result["screening"], candidate["label"])]
+    lines += ["", *_answers(result), *_screening(result["screening"], candidate["label"])]
     lines += ["Paired with the base (same prompts, same sampler seed):", ""]
     for temperature, block in result["by_temperature"].items():
         for arm, paired in block["paired"].items():
@@ -100,7 +130,7 @@ def render_report(result: dict[str, Any]) -> str:
         f"T={result['causal']['temperature']:g}): "
         f"base loops {causal['base_loop_rate']:.1%}; {doses}.",
         "",
-        "Checks: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in result["checks"].items()),
+        *_checks(result),
         "",
     ]
     return "\n".join(lines)

@@ -25,11 +25,14 @@ class RepairResult:
     loop_rate: dict[str, float | None]  # arm (`ARMS`) -> loop rate at `temperature`
     accuracy: dict[str, float | None]  # arm -> success rate at `temperature`
     by_temperature: dict[str, dict[str, Any]]  # every arm and its pairing at each temperature
-    kl: float  # nats/token on normal text
+    answers: dict[str, dict[str, Any]]  # temperature -> rescues, regressions, p, nets
+    routes_passed: list[str]  # "answers" / "loops": the acceptance routes met
+    stopped_at: str | None  # "screen": stopped before verification (no arm, no patch)
+    kl: float | None  # nats/token on normal text (None: stopped before scoring)
     touched_fraction: float
     seconds: dict[str, float]  # stage -> wall time
     peak_rss_mib: dict[str, float]  # stage -> peak memory
-    patch: Path  # patch.json (OUT, or OUT/rejected_candidate when rejected)
+    patch: Path | None  # patch.json (OUT, or OUT/rejected_candidate when rejected)
     verify_json: Path
     report: Path
 
@@ -45,14 +48,22 @@ class RepairResult:
             source=data["branches"],
             temperature=data["temperature"],
             n=data["n"],
-            loop_rate={arm: data[arm]["loop_rate"] for arm in ARMS},
-            accuracy={arm: data[arm]["accuracy"] for arm in ARMS},
+            loop_rate={arm: _rate(data[arm], "loop_rate") for arm in ARMS},
+            accuracy={arm: _rate(data[arm], "accuracy") for arm in ARMS},
             by_temperature=data["by_temperature"],
+            answers=data["answers"],
+            routes_passed=data["routes_passed"],
+            stopped_at=data["stopped_at"],
             kl=data["kl"],
             touched_fraction=data["touched_fraction"],
             seconds=data["timing"]["seconds"],
             peak_rss_mib=data["timing"]["peak_rss_mib"],
-            patch=Path(data["patch"]),
+            patch=None if data["patch"] is None else Path(data["patch"]),
             verify_json=out / "verify.json",
             report=out / "report.md",
         )
+
+
+def _rate(arm: dict[str, Any] | None, name: str) -> float | None:
+    """An arm's rate; None for an arm a repair stopped at screening never ran."""
+    return None if arm is None else arm[name]

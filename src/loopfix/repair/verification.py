@@ -112,11 +112,11 @@ class Verifier(Generic[OutcomesT]):
 
     def screen(
         self, candidates: Sequence[Candidate], ability: GeneralAbility | None = None
-    ) -> tuple[Candidate, list[dict[str, Any]]]:
-        """The candidate that removes most loops net at the primary temperature among those
-        within the perplexity budget and not losing success significantly (more regressions
-        than rescues with McNemar p < `significance`); failing either, the budget first, then
-        success, then loops.
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The index of the candidate that removes most loops net at the primary temperature
+        among those within the perplexity budget and not losing success significantly (more
+        regressions than rescues with McNemar p < `significance`); failing either, the budget
+        first, then success, then loops.
 
         Success is a veto on a significant fall, not a tie-break on counts: on SmolLM2 the
         screening prompts hold 0-4 correct answers, so "rescues >= regressions" picked on one
@@ -130,33 +130,62 @@ class Verifier(Generic[OutcomesT]):
         Screened on the causal-check prompts, so the final verification prompts are not the ones
         a candidate was picked on (no winner's curse in the reported numbers)."""
         rows = [self.screen_row(candidate, ability) for candidate in candidates]
-        limit = 1 + self.config.max_perplexity_increase
 
         def key(row: dict[str, Any]) -> tuple[bool, bool, int]:
-            ratio = row["perplexity_ratio"]
             return (
-                ratio is None or ratio <= limit,
-                not (
-                    row["regressions"] > row["rescues"]
-                    and row["mcnemar_p"] < self.config.significance
-                ),
+                not self._over_budget(row),
+                not self._loses_answers(row),
                 row["loops_removed"] - row["loops_added"],
             )
 
-        best = max(range(len(rows)), key=lambda i: key(rows[i]))
-        return candidates[best], rows
+        return max(range(len(rows)), key=lambda i: key(rows[i])), rows
+
+    def _over_budget(self, row: dict[str, Any]) -> bool:
+        ratio = row["perplexity_ratio"]
+        return ratio is not None and ratio > 1 + self.config.max_perplexity_increase
+
+    def _loses_answers(self, row: dict[str, Any]) -> bool:
+        return row["regressions"] > row["rescues"] and row["mcnemar_p"] < self.config.significance
+
+    def screening_failures(self, row: dict[str, Any]) -> list[str]:
+        """Why the screening's pick cannot pass verification, in words (empty: verify it): over
+        the perplexity budget, a significant fall in success, or neither a loop removed nor an
+        answer recovered net. The pick is the best of its screening, so every other candidate
+        fails at least as badly, and verifying it would spend most of a repair's time (on
+        SmolLM2, 9 of 25 minutes) on a known rejection."""
+        reasons = []
+        if self._over_budget(row):
+            reasons.append(
+                f"raises plain-text perplexity {row['perplexity_ratio'] - 1:+.2%} (budget "
+                f"{self.config.max_perplexity_increase:+.0%}), as does every screened candidate"
+            )
+        if self._loses_answers(row):
+            reasons.append(
+                f"loses answers significantly on the screening prompts ({row['rescues']} "
+                f"recovered vs {row['regressions']} lost, p {row['mcnemar_p']:.2g})"
+            )
+        if row["loops_removed"] <= row["loops_added"] and row["rescues"] <= row["regressions"]:
+            reasons.append(
+                f"removes no loops and recovers no answers net on the screening prompts (loops "
+                f"{row['loops_removed']} removed / {row['loops_added']} added, answers "
+                f"{row['rescues']} recovered / {row['regressions']} lost)"
+            )
+        return reasons
 
     def full(self, chosen: Candidate, controls: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
         """Base, patched and the controls at every temperature, each arm paired with the base:
-        every control at the primary temperature (where the acceptance rule compares them),
-        the first elsewhere (a control arm costs as much as the patched one). "random_control"
-        is the first control (the one the patch's model card names) and "control_interval"
-        summarises the controls' loop-rate reductions."""
+        every control at the primary temperature and at T=0 (where the acceptance routes
+        compare them), the first elsewhere (a control arm costs as much as the patched one).
+        "random_control" is the first control (the one the patch's model card names) and
+        "control_interval" summarises the controls' loop-rate reductions."""
         by_temperature = {}
         for temperature in self.config.temperatures:
             base = self.base("verify", temperature)
             patched_arm = self.edited(chosen, temperature)
-            arms = controls if temperature == self.config.temperature else controls[:1]
+            # Every control where either acceptance route compares them (the primary
+            # temperature; T=0 for answers), the first elsewhere.
+            judged = temperature in (self.config.temperature, 0.0)
+            arms = controls if judged else controls[:1]
             control_arms = [self.edited(control, temperature) for control in arms]
             summaries = [arm.summary() for arm in control_arms]
             by_temperature[temperature_key(temperature)] = {
