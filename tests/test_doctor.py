@@ -12,6 +12,7 @@ import pytest
 from loopfix.consistency import CHEAP_CHECKS
 from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
 from loopfix.doctor.combined import combined_stage
+from loopfix.doctor.config import REPAIR_LOOPS, TOP_UP_MAX
 from loopfix.doctor.recommend import recommend
 from loopfix.doctor.result import (
     GuardStage,
@@ -20,7 +21,7 @@ from loopfix.doctor.result import (
     Recommendation,
     RepairStage,
 )
-from loopfix.doctor.stages import doctor_repair_config, measure_backend_name
+from loopfix.doctor.stages import doctor_repair_config, measure_backend_name, top_up_prompts
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.records import read_samples
 from loopfix.repair import RepairConfig
@@ -353,6 +354,16 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     verify = json.loads(Path(result.repair.verify).read_text())
     assert verify["branches"]["records"] == str(records)
     assert result.repair.verdict == verify["verdict"]
+    # Too few loops in 16 prompts for a repair: fresh prompts (seed + 1) topped them up to
+    # about REPAIR_LOOPS, and the branches come from both scans.
+    more = top_up_prompts(result.measure, DoctorConfig.model_validate(result.config))
+    assert 0 < more <= TOP_UP_MAX * 16 and result.measure.loops < REPAIR_LOOPS
+    top_up = tmp_path / "repair-top-up" / "records.jsonl"
+    assert verify["branches"]["extra_records"] == [str(top_up)]
+    ids = {s.prompt_id for s in read_samples(top_up)}
+    assert len(ids) == more and all(i.startswith(f"arith-{config.seed + 1}-") for i in ids)
+    roles = verify["branches"]["prompts"]
+    assert roles["train"] + roles["causal"] == 16 + more
     # A random model's screening pick removes no loop: the repair stops there with the reason,
     # and nothing is verified or written as a patch.
     assert verify["stopped_at"] == "screen" and verify["by_temperature"] == {}

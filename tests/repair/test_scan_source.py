@@ -146,3 +146,31 @@ def test_records_of_another_suite_or_model_are_refused(
     lonely.write_bytes(scanned.read_bytes())
     with pytest.raises(RepairInputError, match="scan.json is missing"):
         read_records(lonely, "arith", str(tiny_folder), tokenizer)
+
+
+def test_records_of_other_seeds_merge_and_other_settings_are_refused(
+    tiny_folder: Path, scanned: Path, tmp_path: Path
+) -> None:
+    _, tokenizer = load_model(str(tiny_folder), device="cpu")
+    runs = {}
+    for name, seed, cap in (("seed", 7, CAP), ("cap", 8, CAP // 2)):
+        config = ScanConfig(
+            model=str(tiny_folder),
+            suite="arith",
+            n=4,
+            seed=seed,
+            temperatures=[0.0, 1.0],
+            max_new_tokens=cap,
+            out=tmp_path / name,
+        )
+        run_scan(config)
+        runs[name] = config.out / "records.jsonl"
+    alone = read_records(scanned, "arith", str(tiny_folder), tokenizer)
+    merged = read_records(scanned, "arith", str(tiny_folder), tokenizer, [runs["seed"]])
+    assert len(merged.items) == len(alone.items) + 4 and set(alone.items) < set(merged.items)
+    assert len(merged.samples) == len(alone.samples) + 8 and merged.config == alone.config
+    assert all(merged.prompts[i] == alone.prompts[i] for i in alone.items)
+    with pytest.raises(RepairInputError, match="other max_new_tokens than"):
+        read_records(scanned, "arith", str(tiny_folder), tokenizer, [runs["cap"]])
+    with pytest.raises(RepairInputError, match="repeats 12 prompts of"):
+        read_records(scanned, "arith", str(tiny_folder), tokenizer, [scanned])

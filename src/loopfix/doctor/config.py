@@ -13,7 +13,17 @@ from loopfix.repair.config import SUITE_CAP
 from loopfix.urls import ModelReference
 from loopfix.vllm_venv import VLLM_PYTHON
 
-__all__ = ["GUARDS", "MODEL_SUITE", "QUICK", "QUICK_GUARDS", "SIZES", "DoctorConfig"]
+__all__ = [
+    "GUARDS",
+    "MODEL_SUITE",
+    "QUICK",
+    "QUICK_GUARDS",
+    "REPAIR_LOOPS",
+    "REPAIR_SIZES",
+    "SIZES",
+    "TOP_UP_MAX",
+    "DoctorConfig",
+]
 
 # Sizes by suite when an option is not given. The star-graph testbed generates a thousand walks
 # in seconds, and its repair needs a few hundred verification prompts to see a halving of loops;
@@ -34,6 +44,16 @@ MODEL_SUITE = "tasks"
 GUARDS = ["none", "penalty", "dry", "ngram", "rescue"]
 QUICK_GUARDS = ["none", "dry", "rescue"]
 
+
+# The repair stage on a model that is not a testbed, sized for the doctor's budget (15 minutes
+# for SmolLM2 on 2 cores, docs/doctor.md) where the standalone repair takes half an hour: its
+# branches come from the measure scan, topped up with fresh prompts (seed + 1) to about
+# REPAIR_LOOPS looping samples (at most TOP_UP_MAX times the measure's prompts); it verifies on
+# 100 fresh prompts against 2 random controls (the standalone: 200 and 3) and takes the KL on
+# 24 normal answers (48).
+REPAIR_LOOPS = 40
+TOP_UP_MAX = 2
+REPAIR_SIZES: dict[str, Any] = {"prompts": 100, "control_seeds": 2, "kl_walks": 24}
 
 CONSISTENCY_DIR = "consistency"  # OUT/consistency: the consistency stage's json and report
 

@@ -9,12 +9,19 @@ the cheap checks of `run_consistency` on a few prompts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from loopfix.backends.base import Backend
-from loopfix.doctor.config import CONSISTENCY_DIR, DoctorConfig
+from loopfix.doctor.config import (
+    CONSISTENCY_DIR,
+    REPAIR_LOOPS,
+    REPAIR_SIZES,
+    TOP_UP_MAX,
+    DoctorConfig,
+)
 from loopfix.doctor.result import (
     ConsistencyStage,
     GuardStage,
@@ -23,9 +30,10 @@ from loopfix.doctor.result import (
     RepairStage,
 )
 from loopfix.errors import LoopfixError
-from loopfix.progress import Progress, ProgressFactory
+from loopfix.progress import Progress, ProgressFactory, line_progress
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
+from loopfix.suites import BUILTIN_SUITES
 from loopfix.urls import is_url
 
 __all__ = [
@@ -39,6 +47,7 @@ __all__ = [
     "open_measure_backend",
     "repair_stage",
     "scan_config",
+    "top_up_prompts",
 ]
 
 CONSISTENCY_PROMPTS = 8
@@ -242,20 +251,55 @@ def doctor_repair_config(n: int) -> RepairConfig:
     return RepairConfig.preset("testbed", prompts=prompts, causal_prompts=prompts)
 
 
-def _scan_repair_config(config: DoctorConfig, measure: MeasureStage) -> RepairConfig:
-    """Elsewhere: branches from the measure scan's records, verified at the loopiest temperature
-    only (a verification temperature is a third of the repair's generation)."""
+def _scan_repair_config(
+    config: DoctorConfig, measure: MeasureStage, extra: tuple[Path, ...]
+) -> RepairConfig:
+    """Elsewhere: branches from the measure scan's records (and the top-up's, `extra`),
+    verified at the loopiest temperature only, on `REPAIR_SIZES`' prompt and control counts."""
     temperature = measure.loopiest.temperature
     assert config.max_new_tokens is not None
     return RepairConfig.preset(
         "suite",
         suite=config.suite,
         records=Path(measure.scan) / "records.jsonl",
+        extra_records=extra,
         max_new_tokens=config.max_new_tokens,
         temperature=temperature,
         temperatures=(temperature,),
         gen_batch_size=config.batch_size,
+        **REPAIR_SIZES,
     )
+
+
+def top_up_prompts(measure: MeasureStage, config: DoctorConfig) -> int:
+    """Fresh prompts to scan so the repair has about `REPAIR_LOOPS` looping samples, at the
+    measured loops per prompt; 0 when the measure holds enough, at most `TOP_UP_MAX` times the
+    measure's prompts."""
+    assert config.n is not None
+    missing = REPAIR_LOOPS - measure.loops
+    if missing <= 0 or measure.loops == 0:
+        return 0
+    return min(math.ceil(missing * config.n / measure.loops), TOP_UP_MAX * config.n)
+
+
+def _top_up(
+    config: DoctorConfig, measure: MeasureStage, report: Callable[[str], None]
+) -> tuple[Path, ...]:
+    """The top-up scan: fresh prompts of a built-in suite (seed + 1) at the measure's
+    temperatures and cap into OUT/repair-top-up, when the measure found too few loops."""
+    count = top_up_prompts(measure, config)
+    if count == 0 or measure.suite not in BUILTIN_SUITES:
+        return ()
+    folder = config.out / "repair-top-up"
+    scan = scan_config(config, folder, config.temperatures).model_copy(
+        update={"seed": config.seed + 1, "n": count}
+    )
+    report(
+        f"[repair] {measure.loops} looping samples in the measure; scanning {count} more prompts "
+        f"for about {REPAIR_LOOPS}"
+    )
+    run_scan(scan, on_progress=line_progress("top-up", report))
+    return (folder / "records.jsonl",)
 
 
 def repair_stage(
@@ -264,7 +308,8 @@ def repair_stage(
     report: Callable[[str], None],
     repair_config: RepairConfig | None = None,
 ) -> RepairStage:
-    """`repair_config` replaces the one derived from the doctor's (tests run a smaller one)."""
+    """`repair_config` replaces the one derived from the doctor's (tests run a smaller one);
+    off a testbed it gets the top-up scan's records too."""
     if not config.repair:
         return RepairStage.not_run("--no-repair")
     if is_url(config.model):
@@ -276,11 +321,14 @@ def repair_stage(
         )
     assert config.n is not None
     folder = config.out / "repair"
-    if repair_config is None:
+    if measure.testbed:
+        repair_config = repair_config or doctor_repair_config(config.n)
+    else:
+        extra = _top_up(config, measure, report)
         repair_config = (
-            doctor_repair_config(config.n)
-            if measure.testbed
-            else _scan_repair_config(config, measure)
+            _scan_repair_config(config, measure, extra)
+            if repair_config is None
+            else repair_config.model_copy(update={"extra_records": extra})
         )
     try:
         verify = run_repair(config.model, folder, repair_config, report=report)

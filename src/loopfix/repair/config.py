@@ -234,6 +234,12 @@ class RepairConfig(BaseModel):
         description="records.jsonl of a `loopfix scan` of the model; None with a suite: the "
         "repair scans the suite itself into OUT/scan (cap `max_new_tokens`)",
     )
+    extra_records: tuple[Path, ...] = Field(
+        (),
+        description="records.jsonl of further scans merged with `records`: the same model, "
+        "suite and decode settings at other seeds (the doctor's top-up when its measure scan "
+        "holds too few loops)",
+    )
 
     @classmethod
     def preset(cls, name: PresetName, **given: Any) -> RepairConfig:

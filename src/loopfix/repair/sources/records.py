@@ -136,10 +136,50 @@ def _rendered(
 
 
 def read_records(
+    path: Path,
+    suite: str | None,
+    model_spec: str,
+    tokenizer: PreTrainedTokenizerBase,
+    extra: Sequence[Path] = (),
+) -> ScanRecords:
+    """A scan's records with the prompts they continue, merged with the `extra` scans' (the same
+    model, suite and decode settings at other seeds or sizes); refuses records of another model
+    or suite, and records that cannot be matched to their prompts."""
+    first = _read_one(path, suite, model_spec, tokenizer)
+    for other in (_read_one(extra_path, suite, model_spec, tokenizer) for extra_path in extra):
+        differs = sorted(
+            key
+            for key, value in first.config.identity().items()
+            if key not in _MAY_DIFFER and other.config.identity()[key] != value
+        )
+        if differs:
+            raise RepairInputError(
+                f"{other.path} comes from a scan with other {', '.join(differs)} than "
+                f"{first.path}: merged records must share model, suite and decode settings"
+            )
+        shared = set(first.items) & set(other.items)
+        if shared:
+            raise RepairInputError(
+                f"{other.path} repeats {len(shared)} prompts of {first.path} (such as "
+                f"{min(shared)!r}): merge scans of other seeds"
+            )
+        first = ScanRecords(
+            first.path,
+            first.config,
+            first.samples + other.samples,
+            {**first.items, **other.items},
+            {**first.prompts, **other.prompts},
+        )
+    return first
+
+
+# What may differ between merged scans: which prompts (seed, n) and how they were batched.
+_MAY_DIFFER = frozenset({"seed", "n", "batch_size"})
+
+
+def _read_one(
     path: Path, suite: str | None, model_spec: str, tokenizer: PreTrainedTokenizerBase
 ) -> ScanRecords:
-    """A scan's records with the prompts they continue; refuses records of another model or
-    suite, and records that cannot be matched to their prompts."""
     path = Path(path)
     if path.is_dir():
         path = path / "records.jsonl"
@@ -291,7 +331,7 @@ class RecordsSource(ABC):
             with clock.stage("scan"):
                 path = own_scan(model, tokenizer, model_spec, out, config, clock.report)
         with clock.stage("branches"):
-            records = read_records(path, config.suite, model_spec, tokenizer)
+            records = read_records(path, config.suite, model_spec, tokenizer, config.extra_records)
             if not any(is_loop(sample) for sample in records.samples):
                 raise RepairInputError(
                     f"{records.path} holds no looping sample (loopfix.scan.summary.is_loop), so "
@@ -333,6 +373,7 @@ class RecordsSource(ABC):
             "method": self.method,
             "unit": "samples",
             "records": str(records.path),
+            "extra_records": [str(extra) for extra in config.extra_records],
             "scan": records.config.identity(),
             "prompts": {role: len(ids) for role, ids in roles.items()},
             "verify_prompts": "fresh suite prompts" if fresh is not None else "held-out records",
