@@ -1,4 +1,5 @@
-"""`loopfix lab train|eval`: rebuild and measure the bundled star-graph testbed."""
+"""`loopfix lab train|eval|experiment`: rebuild and measure the bundled star-graph testbed, and
+run the training experiments on it."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ from loopfix.cli.common import (
     OptionError,
     at_least,
     console,
+    examples,
     parse_temperatures,
     progress_bar,
 )
 from loopfix.cli.options import build, option
+from loopfix.experiments.config import ExperimentConfig
 from loopfix.lab.config import LabEvalConfig, TrainConfig
 
 lab_app = typer.Typer(
-    help="The bundled star-graph testbed: train it, evaluate it.", no_args_is_help=True
+    help="The bundled star-graph testbed: train it, evaluate it, run training experiments.",
+    no_args_is_help=True,
 )
 
 
@@ -159,3 +163,48 @@ def eval_command(
     if json_out is not None:
         evaluation.write_json(json_out)
         console.print(f"wrote {json_out}")
+
+
+@lab_app.command(
+    "experiment",
+    help="Train a baseline and its variants for several seeds and compare their loops."
+    + examples(
+        "loopfix lab experiment --list",
+        "loopfix lab experiment loop-data --seeds 3 --steps 1000 --out runs/loop-data",
+    ),
+)
+def experiment_command(
+    name: str | None = typer.Argument(None, help="the experiment (see --list)"),
+    list_names: bool = typer.Option(False, "--list", help="list the experiments and their claims"),
+    out: Path | None = typer.Option(
+        None, "--out", help="results folder (resumable; default runs/experiment-NAME)"
+    ),
+    seeds: int = option(ExperimentConfig, "seeds"),
+    steps: int = option(ExperimentConfig, "steps"),
+    n: int = option(ExperimentConfig, "n"),
+    temperatures: str = option(ExperimentConfig, "temperatures"),
+    threads: int = option(ExperimentConfig, "threads"),
+) -> None:
+    from loopfix.experiments import EXPERIMENTS, experiment_named, run_experiment
+
+    if list_names:
+        for experiment in EXPERIMENTS.values():
+            console.print(f"{experiment.name}: {experiment.claim}", markup=False, soft_wrap=True)
+        return
+    if name is None:
+        raise OptionError(f"NAME: give an experiment, one of {', '.join(EXPERIMENTS)}")
+    experiment_named(name)  # an unknown name fails here, before anything is written
+    config = build(
+        ExperimentConfig,
+        {
+            "name": name,
+            "seeds": seeds,
+            "steps": steps,
+            "n": n,
+            "temperatures": parse_temperatures(temperatures),
+            "threads": threads,
+        },
+    )
+    folder = out if out is not None else Path("runs") / f"experiment-{name}"
+    run_experiment(config, folder, lambda line: console.print(line, markup=False))
+    console.print((folder / "table.md").read_text(), markup=False)

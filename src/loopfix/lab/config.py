@@ -4,12 +4,17 @@ options from them without loading it."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS
 
-__all__ = ["EVAL_SEED", "VARIANTS", "LabEvalConfig", "TrainConfig"]
+__all__ = ["EVAL_SEED", "PRECISIONS", "VARIANTS", "LabEvalConfig", "Precision", "TrainConfig"]
+
+Precision = Literal["fp32", "bf16-amp", "fp16-amp", "fp16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16-amp", "fp16-amp", "fp16")
 
 
 class TrainConfig(BaseModel):
@@ -39,6 +44,17 @@ class TrainConfig(BaseModel):
         3e-3, gt=0, allow_inf_nan=False, description="peak AdamW learning rate"
     )
     warmup_steps: int = Field(100, ge=0, description="linear warm-up steps")
+    margin_weight: float = Field(
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="loss penalty on the probability given to already-visited nodes (0 = none)",
+    )
+    precision: Precision = Field(
+        "fp32",
+        description="fp32; bf16-amp / fp16-amp: autocast over fp32 weights (fp16 with loss "
+        "scaling); fp16: weights, gradients and optimizer state in fp16, no scaling",
+    )
     seed: int = Field(0, description="seed for weights and data")
     threads: int = Field(2, ge=1, description="torch CPU threads")
 

@@ -191,6 +191,18 @@ def score_walk(graph: StarGraph, walk: list[int]) -> WalkScore:
     )
 
 
+def arm_choices(graph: StarGraph, walk: list[int]) -> list[int]:
+    """The arm entered at each decision at the root, in order: the token after the walk's first
+    root and after every `back root`, read as the arm whose first node it names (-1 for any other
+    token, an illegal move that is still a choice at the root)."""
+    first_nodes = {arm[0]: index for index, arm in enumerate(graph.arms)}
+    decisions = [1] if walk[:1] == [graph.root] else []
+    decisions += [
+        i + 2 for i in range(len(walk) - 1) if walk[i] == BACK_ID and walk[i + 1] == graph.root
+    ]
+    return [first_nodes.get(walk[i], -1) for i in decisions if i < len(walk) and walk[i] != EOS_ID]
+
+
 def render(ids: list[int]) -> str:
     return " ".join(VOCABULARY[i] for i in ids)
 

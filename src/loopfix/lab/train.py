@@ -5,9 +5,15 @@ Steps:
    head size 32 so vLLM's CPU attention accepts it) and the word-level tokenizer.
 2. Every step draws a fresh batch of graphs and teacher walks from a seeded generator; in the
    default variant a small fraction of walks degenerate into a verbatim loop (a student
-   distilled from a teacher that sometimes loops). Loss on walk tokens only.
-3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed).
-4. Save model, tokenizer and `training.json` (config, seed, versions, time) into one folder.
+   distilled from a teacher that sometimes loops). Loss on walk tokens only. The graphs and
+   clean walks come from one stream and the looping walks that replace some of them from
+   another, so two configs that differ only in `loop_fraction` (or the margin, or precision)
+   see the same graphs in the same order: a paired comparison.
+3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed);
+   optionally a penalty on the probability of already-visited nodes (`margin_weight`) and
+   reduced precision (`precision`).
+4. Save model (in fp32 whatever it trained in), tokenizer and `training.json` (config, seed,
+   versions, time, tokens, FLOPs estimate) into one folder.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import platform
 import random
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +35,7 @@ from loopfix.lab.config import TrainConfig
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
+    NODE_NAMES,
     PAD_ID,
     VOCABULARY,
     looping_teacher_walk,
@@ -35,6 +43,10 @@ from loopfix.lab.stargraph import (
     teacher_walk,
 )
 from loopfix.lab.tokenizer import build_tokenizer
+
+# Any reduced precision trains with transformers' eager attention, whose softmax runs in fp32
+# (there is no fp16-softmax path in its Llama), so the arms differ in everything but that.
+_AUTOCAST = {"bf16-amp": torch.bfloat16, "fp16-amp": torch.float16}
 
 
 def build_model(config: TrainConfig) -> torch.nn.Module:
@@ -54,22 +66,29 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
     )
-    return LlamaForCausalLM(model_config)
+    if config.precision != "fp32":
+        model_config._attn_implementation = "eager"
+    model = LlamaForCausalLM(model_config)
+    return model.half() if config.precision == "fp16" else model
 
 
 def make_batch(
-    rng: random.Random, config: TrainConfig, looping: int
+    rng: random.Random,
+    config: TrainConfig,
+    looping: int,
+    loop_rng: random.Random | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Input ids and labels (-100 outside the walk) for one step; the first `looping` walks loop."""
+    """Input ids and labels (-100 outside the walk) for one step; the first `looping` walks loop.
+    Every row draws its graph and clean walk from `rng`, a looping row then its looping walk
+    from `loop_rng` (`rng` when None), so `rng` advances alike whatever `looping` is."""
     sequences, prompt_lengths = [], []
     for index in range(config.batch_size):
         graph = make_graph(rng, config.arms, config.depth)
+        walk = teacher_walk(rng, graph, config.p_correct, config.p_backtrack)
         if index < looping:
             walk, _ = looping_teacher_walk(
-                rng, graph, config.p_correct, config.p_backtrack, config.loop_cap
+                loop_rng or rng, graph, config.p_correct, config.p_backtrack, config.loop_cap
             )
-        else:
-            walk = teacher_walk(rng, graph, config.p_correct, config.p_backtrack)
         prompt = graph.prompt_ids()
         sequences.append(prompt + walk)
         prompt_lengths.append(len(prompt))
@@ -80,6 +99,20 @@ def make_batch(
         ids[row, : len(sequence)] = torch.tensor(sequence)
         labels[row, start : len(sequence)] = ids[row, start : len(sequence)]
     return ids, labels
+
+
+def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The margin penalty: the mean probability that each walk prediction gives to nodes the
+    walk has already visited, the teacher's own next token excepted (returning to the root
+    after `back` is not penalised, nor is a re-entry the teacher made)."""
+    nodes = (labels != -100) & (ids < len(NODE_NAMES))
+    seen = torch.nn.functional.one_hot(ids, len(VOCABULARY)) * nodes.unsqueeze(-1)
+    visited = seen.cumsum(1)[:, :-1] > 0  # at position t: nodes among the walk's first t+1
+    targets = labels[:, 1:]
+    predicted = targets != -100
+    visited = visited.scatter(-1, targets.clamp(min=0).unsqueeze(-1), False)
+    probabilities = torch.softmax(logits[:, :-1].float(), -1)
+    return (probabilities * visited).sum(-1)[predicted].mean()
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
@@ -99,43 +132,67 @@ def train(
     torch.manual_seed(config.seed)
     data_rng = random.Random(config.seed + 1000)
     loop_rng = np.random.default_rng(config.seed + 2000)
+    loop_walk_rng = random.Random(config.seed + 3000)
     model = build_model(config)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.learning_rate, weight_decay=0.01, betas=(0.9, 0.98)
+        model.parameters(),
+        lr=config.learning_rate,
+        weight_decay=0.01,
+        betas=(0.9, 0.98),
+        # 1e-8 is 0 in fp16, and the first step divides 0 by it
+        eps=1e-4 if config.precision == "fp16" else 1e-8,
     )
+    scaler = torch.amp.GradScaler("cpu", enabled=config.precision == "fp16-amp")
     started = time.perf_counter()
     losses: list[float] = []
-    looping_walks = 0
+    looping_walks = tokens = 0
     for step in range(config.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
         looping = 0
-        if config.loop_fraction > 0 and data_rng.random() < config.loop_batch_fraction:
+        if config.loop_fraction > 0 and loop_rng.random() < config.loop_batch_fraction:
             share = min(1.0, config.loop_fraction / config.loop_batch_fraction)
             looping = int(loop_rng.binomial(config.batch_size, share))
         looping_walks += looping
-        ids, labels = make_batch(data_rng, config, looping)
-        loss = model(input_ids=ids, labels=labels).loss
+        ids, labels = make_batch(data_rng, config, looping, loop_walk_rng)
+        tokens += int((ids != PAD_ID).sum())
+        with autocast(config):
+            output = model(input_ids=ids, labels=labels)
+        loss = output.loss.float()
+        if config.margin_weight > 0:
+            loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
         optimizer.zero_grad()
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         losses.append(loss.item())
         if on_step is not None:
             on_step(step, float(np.mean(losses[-50:])))
     seconds = time.perf_counter() - started
+    parameters = sum(p.numel() for p in model.parameters())
     metadata: dict[str, object] = {
         "config": config.model_dump(),
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": parameters,
         "first_loss": losses[0],
         "final_loss": float(np.mean(losses[-max(1, config.steps // 10) :])),
         "looping_walk_share": looping_walks / (config.steps * config.batch_size),
         "train_seconds": round(seconds, 1),
+        "train_tokens": tokens,
+        # the usual 6 x parameters x tokens (forward and backward), attention left out
+        "train_flops": 6 * parameters * tokens,
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
-    save_testbed(model, out, metadata)
+    save_testbed(model.float(), out, metadata)
     return metadata
+
+
+def autocast(config: TrainConfig) -> AbstractContextManager[object]:
+    if config.precision in _AUTOCAST:
+        return torch.autocast("cpu", dtype=_AUTOCAST[config.precision])
+    return nullcontext()
 
 
 def save_testbed(model: torch.nn.Module, out: Path, metadata: dict[str, object]) -> None:

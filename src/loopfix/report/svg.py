@@ -126,7 +126,12 @@ def _no_data(title: str, x_label: str, y_label: str) -> str:
     return _frame(title, body, x_label, y_label)
 
 
-def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str:
+def rate_chart(
+    title: str,
+    xs: Sequence[float],
+    series: Sequence[Series],
+    interval_name: str = "95% Wilson interval",
+) -> str:
     """Rates (0..1) against x (temperature), each point with its interval as a bar."""
     if not xs:
         return _no_data(title, "temperature", "rate")
@@ -177,7 +182,7 @@ def rate_chart(title: str, xs: Sequence[float], series: Sequence[Series]) -> str
         )
     with_intervals = any(i is not None for line in series for i in line.intervals)
     return _frame(
-        title, body, "temperature", "rate (95% Wilson interval)" if with_intervals else "rate"
+        title, body, "temperature", f"rate ({interval_name})" if with_intervals else "rate"
     )
 
 

@@ -1,11 +1,23 @@
-"""Small exact statistics: Wilson score intervals, the exact McNemar test and Student-t
-quantiles (written here so that the runtime install needs no scipy)."""
+"""Small exact statistics: Wilson score intervals, the exact McNemar test, Student-t quantiles,
+intervals over a few repeated measurements and the paired t-test (written here so that the
+runtime install needs no scipy)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["mcnemar_exact", "student_t_quantile", "wilson_interval"]
+__all__ = [
+    "MeanInterval",
+    "PairedTest",
+    "mcnemar_exact",
+    "mean_interval",
+    "paired_t_test",
+    "student_t_quantile",
+    "student_t_two_sided_p",
+    "wilson_interval",
+]
 
 _Z95 = 1.959963984540054
 
@@ -89,3 +101,62 @@ def student_t_quantile(probability: float, df: int) -> float:
         else:
             high = middle
     return (low + high) / 2
+
+
+def student_t_two_sided_p(t: float, df: int) -> float:
+    """P(|T| >= |t|) for Student's t with `df` degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"need df >= 1, got {df}")
+    return min(1.0, 2 * _student_t_cdf(-abs(t), df))
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """The mean of a few measurements (one per training seed) and its 95% Student-t interval,
+    mean +- t(0.975, n-1) * sd / sqrt(n); no interval from a single measurement."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+
+
+def _standard_error(values: Sequence[float], mean: float) -> float:
+    """The sample standard deviation (n - 1) over sqrt(n)."""
+    n = len(values)
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1) / n)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> MeanInterval:
+    n = len(values)
+    if n == 0:
+        raise ValueError("need at least one value")
+    mean = math.fsum(values) / n
+    if n == 1:
+        return MeanInterval(mean, None, None, 1)
+    half = student_t_quantile(0.5 + confidence / 2, n - 1) * _standard_error(values, mean)
+    return MeanInterval(mean, mean - half, mean + half, n)
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """variant - baseline over paired measurements (the same training seed): the mean difference
+    with its 95% Student-t interval, and the two-sided paired t-test's p (None when it is
+    undefined: fewer than 2 pairs; 1.0 or 0.0 when every difference is equal)."""
+
+    difference: MeanInterval
+    p: float | None
+
+
+def paired_t_test(variant: Sequence[float], baseline: Sequence[float]) -> PairedTest:
+    if len(variant) != len(baseline):
+        raise ValueError(f"need paired values, got {len(variant)} and {len(baseline)}")
+    differences = [v - b for v, b in zip(variant, baseline, strict=True)]
+    difference = mean_interval(differences)
+    if difference.n < 2:
+        return PairedTest(difference, None)
+    error = _standard_error(differences, difference.mean)
+    if error == 0:  # identical differences: no doubt about the sign, or no difference at all
+        return PairedTest(difference, 1.0 if difference.mean == 0 else 0.0)
+    t = difference.mean / error
+    return PairedTest(difference, student_t_two_sided_p(t, difference.n - 1))

@@ -8,7 +8,11 @@ Steps:
 2. Scan them with `loopfix.scan.run_scan` (one walk per graph and temperature, on the HF decode
    engine), so a walk is judged exactly as every other scan judges a sample: loop by
    `loopfix.scan.summary.is_loop`, class by the star graph's outcome classifier.
-3. Add what only a walk has: legal moves (`score_walk` on the walk read back from the text).
+3. Add what only a walk has: legal moves (`score_walk` on the walk read back from the text),
+   and the consecutive-repeat rate: of the pairs of consecutive decisions at the root within one
+   walk (the first move, and each move after `back root`), the share that enter the same arm
+   again (`stargraph.arm_choices`). A walk that never backtracks has no pair; a memoryless
+   uniform chooser repeats 1/k of the time, one that remembers where it went never does.
 4. Flywheel: teacher-force a prefix that ends with a wrong excursion followed by r verbatim
    repeats of it, and read P(enter the repeated arm again) at the root after each repeat.
 """
@@ -33,6 +37,7 @@ from loopfix.lab.stargraph import (
     BACK_ID,
     PAD_ID,
     StarGraph,
+    arm_choices,
     make_graph,
     score_walk,
     teacher_walk,
@@ -59,6 +64,8 @@ class TemperatureResult:
     cut_rate: float  # walks that hit the length cap
     mean_length: float
     outcomes: dict[str, int]  # success / loop / wrong_stop / illegal / cap_without_loop
+    repeat_choice_rate: float | None  # same arm at consecutive root decisions; None: no pair
+    repeat_choice_pairs: int  # consecutive root-decision pairs, the rate's denominator
 
 
 @dataclass(frozen=True)
@@ -101,12 +108,15 @@ def testbed_suite(model: PreTrainedModel, n: int, seed: int) -> list[SuiteItem]:
 def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> TemperatureResult:
     """One temperature's numbers from its scan records."""
     summary = setting_summary(samples)
-    legal = moves = valid = 0
+    legal = moves = valid = pairs = repeats = 0
     for sample in samples:
         graph = StarGraph.from_dict(items[sample.prompt_id].meta["graph"])
         walk = walk_from_text(answer_part(sample.text), sample.finish_reason == "stop")
         score = score_walk(graph, walk)
         legal, moves, valid = legal + score.legal_moves, moves + score.moves, valid + score.valid
+        choices = arm_choices(graph, walk)
+        pairs += max(0, len(choices) - 1)
+        repeats += sum(a == b != -1 for a, b in zip(choices, choices[1:], strict=False))
     counts = summary["outcomes"]
     return TemperatureResult(
         temperature=summary["temperature"],
@@ -119,6 +129,8 @@ def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> Te
         cut_rate=summary["cut_rate"],
         mean_length=summary["mean_length"],
         outcomes={name: counts.get(name, 0) for name in STARGRAPH_OUTCOMES},
+        repeat_choice_rate=repeats / pairs if pairs else None,
+        repeat_choice_pairs=pairs,
     )
 
 

@@ -1,0 +1,31 @@
+"""What an experiment is: a claim and the training arms that test it, from one base recipe."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from loopfix.errors import LoopfixError
+from loopfix.lab.config import VARIANTS, TrainConfig
+
+__all__ = ["Experiment", "ExperimentError", "base_recipe"]
+
+
+class ExperimentError(LoopfixError):
+    """An experiment that cannot run as asked (unknown name, another experiment in OUT)."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """`arms(base)`: arm name -> training config, the baseline first; every arm trains on the
+    same seeded data stream (lab.train), so arms differ only in what the claim names."""
+
+    name: str
+    claim: str
+    arms: Callable[[TrainConfig], dict[str, TrainConfig]]
+
+
+def base_recipe(steps: int, threads: int) -> TrainConfig:
+    """The recipe every experiment varies: the bundled `stargraph-clean` testbed's (a teacher
+    that never loops, so a loop is the student's own), at the experiment's step count."""
+    return VARIANTS["stargraph-clean"].model_copy(update={"steps": steps, "threads": threads})

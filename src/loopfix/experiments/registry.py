@@ -1,0 +1,20 @@
+"""The experiments `loopfix lab experiment NAME` runs, by name."""
+
+from __future__ import annotations
+
+from loopfix.experiments import batch, loop_data, margin, precision
+from loopfix.experiments.base import Experiment, ExperimentError
+
+__all__ = ["EXPERIMENTS", "experiment_named"]
+
+EXPERIMENTS: dict[str, Experiment] = {
+    module.EXPERIMENT.name: module.EXPERIMENT for module in (loop_data, margin, batch, precision)
+}
+
+
+def experiment_named(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ExperimentError(
+            f"NAME: unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}"
+        )
+    return EXPERIMENTS[name]

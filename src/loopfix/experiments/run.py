@@ -1,0 +1,122 @@
+"""Run an experiment: train every (arm, seed), evaluate each with the testbed's one evaluation,
+then summarise over seeds (`summary.py`).
+
+OUT holds `plan.json` (the experiment's settings and every arm's training config: what makes a
+result), `runs/ARM/seed-S/model` (the trained testbed) and `runs/ARM/seed-S/result.json` (its
+training record and evaluation), then `experiment.json`, `table.md` and `plot.svg`. A rerun
+skips every (arm, seed) whose result is there and refuses an OUT that holds another plan.
+Seeds run in the outer loop, so an interrupted run has whole seeds of paired arms first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loopfix.atomic import write_json_atomic, write_text_atomic
+from loopfix.experiments.base import ExperimentError, base_recipe
+from loopfix.experiments.config import ExperimentConfig
+from loopfix.experiments.registry import experiment_named
+from loopfix.experiments.summary import ExperimentSummary, plot_svg, summarise, table_markdown
+from loopfix.progress import line_progress
+
+__all__ = ["run_experiment"]
+
+Report = Callable[[str], None]
+LOSS_LINE_STEPS = 100  # a training progress line every this many steps
+
+
+def plan_of(config: ExperimentConfig) -> dict[str, Any]:
+    experiment = experiment_named(config.name)
+    arms = experiment.arms(base_recipe(config.steps, config.threads))
+    return {
+        "experiment": config.model_dump(),
+        "claim": experiment.claim,
+        "arms": {name: arm.model_dump() for name, arm in arms.items()},
+    }
+
+
+def claim_out(out: Path, plan: dict[str, Any]) -> None:
+    """Write the plan into OUT, or check that the one already there is the same."""
+    path = out / "plan.json"
+    if path.is_file():
+        if json.loads(path.read_text()) != plan:
+            raise ExperimentError(
+                f"--out: {out} holds another experiment plan (plan.json differs); "
+                "use a new --out or the same settings"
+            )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, plan)
+
+
+def run_folder(out: Path, arm: str, seed: int) -> Path:
+    return out / "runs" / re.sub(r"[^A-Za-z0-9.-]+", "_", arm) / f"seed-{seed}"
+
+
+def train_and_evaluate(
+    arm_config: dict[str, Any],
+    config: ExperimentConfig,
+    folder: Path,
+    report: Report,
+    label: str,
+) -> dict[str, Any]:
+    """Train (unless the model is there), evaluate, and return the run's record."""
+    import torch
+
+    from loopfix.lab.config import TrainConfig
+    from loopfix.lab.train import train
+    from loopfix.models import load_model
+    from loopfix.scan.testbed import evaluate_testbed
+
+    model_folder = folder / "model"
+    training_file = model_folder / "training.json"
+    if training_file.is_file():
+        training = json.loads(training_file.read_text())
+    else:
+        train_config = TrainConfig.model_validate(arm_config)
+
+        def on_step(step: int, loss: float) -> None:
+            if (step + 1) % LOSS_LINE_STEPS == 0 or step + 1 == train_config.steps:
+                report(f"  {label}: step {step + 1}/{train_config.steps}, loss {loss:.3f}")
+
+        training = train(train_config, model_folder, on_step)
+    torch.set_num_threads(config.threads)
+    model, tokenizer = load_model(str(model_folder), device="cpu")
+    progress = line_progress(f"{label} evaluation", report)
+    total = config.n * len(config.temperatures)
+    evaluation = evaluate_testbed(
+        model, tokenizer, config.evaluation(), on_batch=lambda done: progress(done, total)
+    )
+    return {"training": training, "evaluation": evaluation.to_dict()}
+
+
+def run_experiment(
+    config: ExperimentConfig, out: Path, report: Report = print
+) -> ExperimentSummary:
+    """Train and evaluate every (arm, seed) not yet in OUT, then write the summary files."""
+    plan = plan_of(config)
+    claim_out(out, plan)
+    arms: dict[str, dict[str, Any]] = plan["arms"]
+    records: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
+    jobs = [(seed, arm) for seed in range(config.seeds) for arm in arms]
+    for number, (seed, arm) in enumerate(jobs, 1):
+        folder = run_folder(out, arm, seed)
+        result_file = folder / "result.json"
+        label = f"[{number}/{len(jobs)}] {arm} seed {seed}"
+        if result_file.is_file():
+            report(f"{label}: done before, kept")
+        else:
+            report(f"{label}: training {arms[arm]['steps']} steps, then evaluating")
+            record = train_and_evaluate({**arms[arm], "seed": seed}, config, folder, report, label)
+            write_json_atomic(result_file, record)
+        records[arm].append(json.loads(result_file.read_text()))
+    summary = summarise(config.name, plan["claim"], records, config.temperatures)
+    write_json_atomic(out / "experiment.json", summary.to_dict())
+    write_text_atomic(out / "table.md", table_markdown(summary))
+    write_text_atomic(out / "plot.svg", plot_svg(summary))
+    report(f"wrote {out / 'experiment.json'}, {out / 'table.md'}, {out / 'plot.svg'}")
+    return summary

@@ -1,0 +1,146 @@
+"""`loopfix lab experiment`: every experiment end to end at a tiny size (real training and the
+testbed's real evaluation), resuming and refusing another plan, the star-graph and training
+pieces the experiments add, and the statistics on inputs with known answers."""
+
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from loopfix.cli import app
+from loopfix.experiments import (
+    EXPERIMENTS,
+    ExperimentConfig,
+    ExperimentError,
+    run_experiment,
+)
+from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE
+from loopfix.lab.stargraph import BACK_ID, EOS_ID, NODE_NAMES, VOCABULARY, StarGraph, arm_choices
+from loopfix.lab.train import visited_mass
+from loopfix.scan.stats import mean_interval, paired_t_test, student_t_two_sided_p
+
+runner = CliRunner()
+TINY = {"seeds": 2, "steps": 2, "n": 3}
+
+
+def tiny_run(name: str, out: Path, lines: list[str] | None = None, **settings: int) -> dict:
+    config = ExperimentConfig(name=name, **{**TINY, **settings})
+    run_experiment(config, out, (lines if lines is not None else []).append)
+    return json.loads((out / "experiment.json").read_text())
+
+
+def run_records(out: Path) -> dict[str, list[dict]]:
+    return {
+        path.parent.parent.name + "/" + path.parent.name: json.loads(path.read_text())
+        for path in sorted(out.glob("runs/*/seed-*/result.json"))
+    }
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_each_experiment_runs_end_to_end_and_writes_its_outputs(name: str, tmp_path: Path) -> None:
+    result = tiny_run(name, tmp_path)
+    arms = list(json.loads((tmp_path / "plan.json").read_text())["arms"])
+    assert result["arms"] == arms and len(arms) >= 2 and result["seeds"] == 2
+    temperatures = [0.0, 0.6, 1.0]
+    assert len(result["cells"]) == len(arms) * (
+        len(PER_TEMPERATURE) * len(temperatures) + len(PER_MODEL)
+    )
+    baseline = {
+        (c["metric"], c["temperature"]): c["values"] for c in result["cells"] if c["arm"] == arms[0]
+    }
+    for cell in result["cells"]:
+        assert len(cell["values"]) == 2
+        # a rate with no denominator (no walk backtracked: no consecutive root decisions) is None
+        reference = baseline[cell["metric"], cell["temperature"]]
+        paired = any(None not in pair for pair in zip(cell["values"], reference, strict=True))
+        assert (cell["versus_baseline"] is not None) == (cell["arm"] != arms[0] and paired)
+    assert len(run_records(tmp_path)) == 2 * len(arms)
+    table = (tmp_path / "table.md").read_text()
+    assert all(f"| {arm}" in table for arm in arms) and "## T = 0.6" in table
+    svg = ElementTree.fromstring((tmp_path / "plot.svg").read_text())
+    assert svg.tag.endswith("svg") and len(list(svg)) == 2  # loop rate and consecutive repeat
+
+
+def test_arms_share_the_data_stream_and_differ_in_what_the_claim_names(tmp_path: Path) -> None:
+    tiny_run("batch", tmp_path / "batch", steps=4)
+    records = run_records(tmp_path / "batch")
+    # the same walks grouped into batches of 16 ... 256: the same tokens, 4 x 64 walks each
+    for seed in (0, 1):
+        runs = [record["training"] for key, record in records.items() if key.endswith(f"-{seed}")]
+        assert len({run["train_tokens"] for run in runs}) == 1
+        assert {run["config"]["batch_size"] * run["config"]["steps"] for run in runs} == {256}
+    tiny_run("loop-data", tmp_path / "loop")
+    shares = {
+        key: record["training"]["config"]["loop_fraction"]
+        for key, record in run_records(tmp_path / "loop").items()
+    }
+    assert shares["0_/seed-0"] == 0 and shares["2_/seed-1"] == 0.02
+
+
+def test_a_rerun_resumes_and_another_plan_is_refused(tmp_path: Path) -> None:
+    first = tiny_run("margin", tmp_path)
+    lines: list[str] = []
+    assert tiny_run("margin", tmp_path, lines) == first
+    assert sum("done before, kept" in line for line in lines) == 4
+    with pytest.raises(ExperimentError, match="another experiment plan"):
+        run_experiment(ExperimentConfig(name="margin", seeds=2, steps=3, n=3), tmp_path)
+
+
+def test_the_cli_lists_the_experiments_and_names_the_valid_ones_on_a_bad_name() -> None:
+    listed = runner.invoke(app, ["lab", "experiment", "--list"])
+    assert listed.exit_code == 0 and all(name in listed.output for name in EXPERIMENTS)
+    bad = runner.invoke(app, ["lab", "experiment", "nope"])
+    assert bad.exit_code == 2 and "loop-data, margin" in bad.output
+    few = runner.invoke(app, ["lab", "experiment", "margin", "--seeds", "1"])
+    assert few.exit_code == 2 and "--seeds" in few.output
+
+
+def test_the_cli_runs_an_experiment_into_out(tmp_path: Path) -> None:
+    args = ["lab", "experiment", "margin", "--out", str(tmp_path), "--temperatures", "0"]
+    result = runner.invoke(app, [*args, "--seeds", "2", "--steps", "1", "--n", "2"])
+    assert result.exit_code == 0, result.output
+    assert "## T = 0" in result.output and (tmp_path / "plot.svg").is_file()
+
+
+GRAPH = StarGraph(root=0, arms=((1, 2), (3, 4), (5, 6)), edges=(), target_arm=2)
+
+
+def test_arm_choices_reads_every_root_decision() -> None:
+    walk = [0, 1, BACK_ID, 0, 1, 2, BACK_ID, 0, 3, BACK_ID, 0, 5, 6, EOS_ID]
+    assert arm_choices(GRAPH, walk) == [0, 0, 1, 2]
+    assert arm_choices(GRAPH, [0, 5, 6, EOS_ID]) == [2]
+    assert arm_choices(GRAPH, [0, BACK_ID, 0, EOS_ID]) == [-1]  # an illegal move, still a choice
+    assert arm_choices(GRAPH, [4, 5]) == []  # never at the root
+
+
+def test_the_margin_penalty_is_the_mass_on_visited_nodes_other_than_the_target() -> None:
+    # prompt token 99 (not a walk token), then the walk 0 1 back 0 3
+    ids = torch.tensor([[len(NODE_NAMES) + 1, 0, 1, BACK_ID, 0, 3]])
+    labels = ids.clone()
+    labels[0, 0] = -100
+    logits = torch.zeros(1, 6, len(VOCABULARY))  # uniform: each token 1/V
+    # predictions of 0 (nothing visited yet), 1 (visited {0}), back ({0, 1}), 0 ({0, 1}, the
+    # target 0 not counted), 3 ({0, 1}): 0 + 1 + 2 + 1 + 2 visited non-target nodes over 5
+    expected = (0 + 1 + 2 + 1 + 2) / 5 / len(VOCABULARY)
+    assert visited_mass(logits, ids, labels).item() == pytest.approx(expected)
+
+
+def test_the_interval_and_the_paired_test_on_known_answers() -> None:
+    interval = mean_interval([1.0, 2.0, 3.0])
+    half = 4.302652729749464 / math.sqrt(3)  # t(0.975, 2) x sd 1 / sqrt(3)
+    assert interval.mean == 2.0 and interval.low == pytest.approx(2 - half, abs=1e-9)
+    assert interval.high == pytest.approx(2 + half, abs=1e-9)
+    assert mean_interval([0.5]).low is None
+    # differences 1, 2, 3: t = 2 / (1 / sqrt 3) = 3.4641 on 2 df; scipy's ttest_rel: 0.0741799
+    test = paired_t_test([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    assert test.difference.mean == 2.0 and test.p == pytest.approx(0.0741799, abs=1e-6)
+    assert paired_t_test([1.0, 2.0], [1.0, 2.0]).p == 1.0  # no difference at all
+    assert paired_t_test([2.0, 3.0], [1.0, 2.0]).p == 0.0  # the same difference every seed
+    # closed forms: df 1 is Cauchy, P(|T| >= 1) = 1/2; df 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2)
+    assert student_t_two_sided_p(1.0, 1) == pytest.approx(0.5, abs=1e-12)
+    assert student_t_two_sided_p(1.0, 2) == pytest.approx(1 - 1 / math.sqrt(3), abs=1e-12)
+    assert student_t_two_sided_p(0.0, 5) == 1.0
