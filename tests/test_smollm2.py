@@ -12,7 +12,7 @@ from loopfix.cli import app
 from loopfix.doctor import DoctorConfig, run_doctor
 from loopfix.doctor.config import QUICK_GUARDS
 from loopfix.models import file_sha256, load_model
-from loopfix.models.gguf import packaged_model_path
+from loopfix.models.packaged import packaged_model_path
 from loopfix.records import DecodeSettings
 from loopfix.suites import arith_suite
 from loopfix.suites.render import prompt_ids

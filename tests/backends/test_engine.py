@@ -42,7 +42,7 @@ def test_inverse_cdf_draws_follow_the_distribution_and_skip_impossible_tokens() 
     assert draw(probs.expand(4, -1), edges).tolist() == [0, 2, 3, 3]
 
 
-@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma2"])
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma2", "gemma3"])
 def test_continuous_and_fixed_batches_equal_plain_greedy_decoding(family: str) -> None:
     model = tiny_model(family, seed=1)
     settings = DecodeSettings(max_new_tokens=20)
@@ -53,7 +53,7 @@ def test_continuous_and_fixed_batches_equal_plain_greedy_decoding(family: str) -
         assert result.finish_reason == ("stop" if stopped else "length")
 
 
-@pytest.mark.parametrize("family", ["llama", "gemma2"])
+@pytest.mark.parametrize("family", ["llama", "gemma2", "gemma3"])
 def test_sampling_and_rescue_do_not_depend_on_batch_mates(family: str) -> None:
     model = tiny_model(family, seed=0)
     sampled = DecodeSettings(temperature=0.8, max_new_tokens=24)

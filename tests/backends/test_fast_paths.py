@@ -197,7 +197,7 @@ def test_fused_forward_matches_the_model_follows_edits_and_steps_aside_for_hooks
     assert seen == [3] * 13  # the hooked batch ran the model's modules: prefill, every step
 
 
-@pytest.mark.parametrize("family", ["qwen3", "gemma2", "gpt2"])
+@pytest.mark.parametrize("family", ["qwen3", "gemma2", "gemma3", "gpt2"])
 def test_fused_forward_leaves_other_architectures_to_the_model(family) -> None:
     # Qwen3 normalises queries and keys, Gemma 2 has sliding windows and soft-capping: the
     # fused forward is transformers' Llama computation only.

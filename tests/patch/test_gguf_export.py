@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from loopfix.cli import app
 from loopfix.models import load_model
-from loopfix.models.gguf import packaged_model_path
 from loopfix.models.gguf_tensors import GgufTensorMap
+from loopfix.models.packaged import packaged_model_path
 from loopfix.patch import Patch, build_patch, patched, save_patch
 from loopfix.patch.gguf_export import card_path
 

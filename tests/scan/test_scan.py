@@ -9,6 +9,7 @@ from loopfix.scan import ConfigMismatchError, ScanConfig, run_scan
 from loopfix.scan.cap import fitting_cap
 from loopfix.scan.config import NothingGeneratedError
 from loopfix.suites import stargraph_suite
+from loopfix.suites.render import prompting_note
 
 REQUIRED = {
     "prompt_id",
@@ -127,8 +128,10 @@ def test_without_a_cap_the_scan_fits_the_model_and_says_so(tmp_path: Path, testb
     )
     assert result.summary["notes"] == [
         f"max_new_tokens {cap}: the context of 256 tokens minus the longest prompt ({longest}) "
-        "(--max-new-tokens sets it)"
+        "(--max-new-tokens sets it)",
+        prompting_note("completion"),  # the testbed's tokenizer has no chat template
     ]
+    assert result.summary["prompting"] == "completion"
 
 
 def test_a_scan_that_generates_nothing_is_an_error_naming_the_flag(

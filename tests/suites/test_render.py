@@ -1,9 +1,13 @@
+from pathlib import Path
+
 import pytest
+from transformers import AutoTokenizer
 
 from loopfix.lab.stargraph import StarGraph
 from loopfix.models import load_model
 from loopfix.suites import SuiteError, SuiteItem, stargraph_suite
-from loopfix.suites.render import prompt_ids, supports_thinking
+from loopfix.suites.render import prompt_ids, prompting, supports_thinking
+from loopfix.suites.tasks import task_item
 
 # Renders to testbed words, so the ids show what the template did ("back" marks thinking off).
 TEMPLATE = (
@@ -19,16 +23,40 @@ def tokenizer():
 
 def test_plain_prompt_without_template_gives_the_testbed_ids(tokenizer) -> None:
     item = stargraph_suite(1, seed=2)[0]
+    assert prompting(tokenizer) == "completion"
     assert prompt_ids(item, tokenizer) == StarGraph.from_dict(item.meta["graph"]).prompt_ids()
-    chat = SuiteItem(id="c", messages=[{"role": "user", "content": "ka"}])
-    with pytest.raises(SuiteError, match="no chat template"):
-        prompt_ids(chat, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def base_tokenizer(smollm2_folder: Path):
+    """A real tokenizer with its chat template taken away, as a base model's comes."""
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_folder)
+    tokenizer.chat_template = None
+    return tokenizer
+
+
+def test_without_template_a_chat_is_a_few_shot_transcript(base_tokenizer) -> None:
+    assert prompting(base_tokenizer) == "completion"
+    count = task_item(seed=0, index=0)  # a chat with one worked example before the question
+    text = base_tokenizer.decode(prompt_ids(count, base_tokenizer))
+    assert text == (
+        "Question: Count from 3 to 9.\nAnswer: 3, 4, 5, 6, 7, 8, 9\n\n"
+        "Question: Count from 17 to 26.\nAnswer:"
+    )
+    system = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}]
+    text = base_tokenizer.decode(prompt_ids(SuiteItem(id="s", messages=system), base_tokenizer))
+    assert text == "Be brief.\n\nQuestion: Hi?\nAnswer:"
+    plain = SuiteItem(id="p", prompt="Once upon a time")
+    assert prompt_ids(plain, base_tokenizer) == base_tokenizer("Once upon a time")["input_ids"]
+    tool = SuiteItem(id="t", messages=[{"role": "tool", "content": "42"}])
+    with pytest.raises(SuiteError, match="role 'tool' has no place in a completion prompt"):
+        prompt_ids(tool, base_tokenizer)
 
 
 def test_chat_template_and_think_switch(tokenizer) -> None:
     tokenizer.chat_template = TEMPLATE
     try:
-        assert supports_thinking(tokenizer)
+        assert supports_thinking(tokenizer) and prompting(tokenizer) == "chat-template"
         item = SuiteItem(id="p", prompt="ka be")
         on, off, unset = (prompt_ids(item, tokenizer, think) for think in (True, False, None))
         assert on == unset == tokenizer("ka be , :")["input_ids"]

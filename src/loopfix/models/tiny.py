@@ -52,6 +52,16 @@ _SLIDING: dict[str, Any] = {
     "layer_types": ["sliding_attention", "full_attention"],
 }
 
+# Gemma 3 270M's shape in small: one key/value head shared by all query heads, the attention
+# scale from the head width (the real model's query_pre_attn_scalar is its head_dim, 256), and
+# the output layer tied to the embedding (which the model scales by sqrt(hidden_size)). Its
+# q/k norms come with the architecture.
+_GEMMA3: dict[str, Any] = {
+    "num_key_value_heads": 1,
+    "query_pre_attn_scalar": _COMMON["head_dim"],
+    "tie_word_embeddings": True,
+}
+
 # family -> (model_type, config settings)
 _TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": ("llama", _COMMON),
@@ -60,7 +70,7 @@ _TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen3": ("qwen3", _COMMON),
     "phi3": ("phi3", _COMMON),
     "gemma2": ("gemma2", {**_COMMON, **_SLIDING}),
-    "gemma3": ("gemma3_text", {**_COMMON, **_SLIDING}),
+    "gemma3": ("gemma3_text", {**_COMMON, **_SLIDING, **_GEMMA3}),
     "gpt2": (
         "gpt2",
         {**_TOKENS, "n_embd": 64, "n_inner": 128, "n_layer": 2, "n_head": 4, "n_positions": 256},

@@ -36,7 +36,7 @@ from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
 from loopfix.scan.summary import is_loop, summarize
 from loopfix.suites import SuiteItem, load_suite
-from loopfix.suites.render import prompt_ids, supports_thinking
+from loopfix.suites.render import prompt_ids, prompting, prompting_note, supports_thinking
 
 __all__ = ["ScanResult", "prepare_items", "run_scan", "scan_warnings", "write_outputs"]
 
@@ -147,7 +147,8 @@ def write_outputs(
     backend: Backend | None = None,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """summary.json and report.html from every record stored in `out`."""
+    """summary.json and report.html from every record stored in `out`; with a backend that
+    tokenizes locally, `prompting` says how its prompts were rendered (`suites.render`)."""
     records = list(read_samples(out / "records.jsonl"))
     summary = summarize(records)
     if config is not None:
@@ -155,6 +156,8 @@ def write_outputs(
     if backend is not None:
         # What ran, which may differ from what was asked (vLLM's "auto" dtype, say).
         summary["backend"] = {"name": backend.name, "dtype": backend.dtype}
+        if backend.tokenizer is not None:
+            summary["prompting"] = prompting(backend.tokenizer)
     summary["warnings"] = warnings or []
     summary["notes"] = notes or []
     write_json_atomic(out / "summary.json", summary)
@@ -180,6 +183,8 @@ def run_scan(
         warnings = scan_warnings(config, backend)
         prepared, cap = prepare_items(items, backend, config)
         notes = [] if config.max_new_tokens is not None else [cap.note()]
+        if backend.tokenizer is not None:
+            notes.append(prompting_note(prompting(backend.tokenizer)))
         store = SampleStore(out / "records.jsonl")
         done = store.keys()
         detect_config = scan_detect_config(cap.value)

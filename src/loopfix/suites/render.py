@@ -1,17 +1,48 @@
 """Turn a suite item into prompt token ids with a local tokenizer.
 
-The chat template is applied when the tokenizer has one (a plain `prompt` becomes one user
-message); `think` sets `enable_thinking` when the template reads it. Without a template, a plain
-prompt is tokenized as is and a chat is an error: there is no honest way to flatten it.
+Two ways of prompting, chosen by the tokenizer (`prompting`):
+- `chat-template`: the tokenizer has a chat template, and it is applied (a plain `prompt` becomes
+  one user message); `think` sets `enable_thinking` when the template reads it.
+- `completion`: no chat template (a base model, a testbed). A plain prompt is the text to
+  continue, tokenized as is. A chat becomes a transcript the model continues: a system message
+  as a first paragraph, then each user turn as `Question: ...` and each assistant turn as
+  `Answer: ...`, ending in `Answer:`. A suite's worked examples, earlier turns of its chats
+  (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from loopfix.suites.items import SuiteError, SuiteItem
 
-__all__ = ["prompt_ids", "supports_thinking"]
+__all__ = [
+    "COMPLETION_LABELS",
+    "Prompting",
+    "prompt_ids",
+    "prompting",
+    "prompting_note",
+    "supports_thinking",
+]
+
+Prompting = Literal["chat-template", "completion"]
+
+COMPLETION_LABELS = {"user": "Question:", "assistant": "Answer:"}
+"""The transcript's label of each chat role under completion prompting."""
+
+
+def prompting(tokenizer: Any) -> Prompting:
+    return "chat-template" if getattr(tokenizer, "chat_template", None) else "completion"
+
+
+def prompting_note(kind: Prompting) -> str:
+    """One line for a run's summary saying how its prompts were rendered."""
+    if kind == "chat-template":
+        return "prompting: chat-template (the tokenizer's chat template)"
+    return (
+        "prompting: completion (the tokenizer has no chat template: plain prompts as they are, "
+        "chats as Question/Answer transcripts, their earlier turns as few-shot examples)"
+    )
 
 
 def supports_thinking(tokenizer: Any) -> bool:
@@ -20,7 +51,7 @@ def supports_thinking(tokenizer: Any) -> bool:
 
 
 def prompt_ids(item: SuiteItem, tokenizer: Any, think: bool | None = None) -> list[int]:
-    if getattr(tokenizer, "chat_template", None):
+    if prompting(tokenizer) == "chat-template":
         messages = item.messages or [{"role": "user", "content": item.prompt or ""}]
         extra = (
             {"enable_thinking": think} if think is not None and supports_thinking(tokenizer) else {}
@@ -30,8 +61,25 @@ def prompt_ids(item: SuiteItem, tokenizer: Any, think: bool | None = None) -> li
             messages, add_generation_prompt=True, tokenize=False, **extra
         )
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    if item.messages is not None:
-        raise SuiteError(
-            f"item {item.id!r} is a chat (messages) but the tokenizer has no chat template"
-        )
-    return list(tokenizer(item.prompt)["input_ids"])
+    text = item.prompt if item.messages is None else _transcript(item)
+    return list(tokenizer(text)["input_ids"])
+
+
+def _transcript(item: SuiteItem) -> str:
+    """A chat as a completion prompt (see the module docstring)."""
+    blocks: list[str] = []  # paragraphs: a system message, or a question with its answer
+    for message in item.messages or []:
+        role, content = message["role"], message["content"].strip()
+        if role not in ("system", *COMPLETION_LABELS):
+            raise SuiteError(
+                f"item {item.id!r}: a chat role {role!r} has no place in a completion prompt "
+                f"(the tokenizer has no chat template); roles: system, "
+                f"{', '.join(COMPLETION_LABELS)}"
+            )
+        if role == "system":
+            blocks.append(content)
+        elif role == "assistant" and blocks:
+            blocks[-1] += f"\n{COMPLETION_LABELS[role]} {content}"
+        else:
+            blocks.append(f"{COMPLETION_LABELS[role]} {content}")
+    return "\n\n".join(blocks) + f"\n{COMPLETION_LABELS['assistant']}"
