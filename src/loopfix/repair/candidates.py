@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,7 +22,14 @@ from loopfix.patch.sites import SiteKind, site_module, site_orientation
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["Candidate", "candidate", "candidate_grid", "norm_matched_control", "edit_norm"]
+__all__ = [
+    "Candidate",
+    "candidate",
+    "candidate_grid",
+    "edit_norm",
+    "norm_matched_control",
+    "row_label",
+]
 
 
 @dataclass(frozen=True)
@@ -34,8 +41,7 @@ class Candidate:
     requests: tuple[EditRequest, ...]
 
     def label(self) -> str:
-        layers = ",".join(map(str, self.layers))
-        return f"{self.kind} L{layers} k{self.k} a{self.alpha:g}"
+        return row_label(self.to_dict())
 
     @property
     def touched(self) -> int:
@@ -44,6 +50,12 @@ class Candidate:
 
     def to_dict(self) -> dict[str, object]:
         return {"site": self.kind, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
+
+
+def row_label(row: dict[str, Any]) -> str:
+    """A candidate's label from its fields (`Candidate.to_dict`, a screening row)."""
+    layers = ",".join(map(str, row["layers"]))
+    return f"{row['site']} L{layers} k{row['k']} a{row['alpha']:g}"
 
 
 def _write(model: PreTrainedModel, site: EditSite) -> torch.Tensor:

@@ -235,7 +235,7 @@ def run_repair(
         chosen, stop = screened[best], verifier.screening_failures(screening[best])
     if stop and not config.verify_screened_out:
         return _stopped(
-            model, model_spec, chosen, stop, screening, inputs, search, config, out, clock
+            model, model_spec, chosen, best, stop, screening, inputs, search, config, out, clock
         )
     with clock.stage("causal check"):
         # On the screening's pick at its own strength: whether removing u from what those sites
@@ -288,6 +288,7 @@ def _stopped(
     model: PreTrainedModel,
     model_spec: str,
     chosen: Candidate,
+    best: int,
     reasons: list[str],
     screening: list[dict[str, Any]],
     inputs: SourceInputs,
@@ -302,7 +303,7 @@ def _stopped(
         "model": model_spec,
         "accepted": False,
         "stopped_at": "screen",
-        "verdict": screening_verdict(chosen.label(), reasons),
+        "verdict": screening_verdict(screening, best, reasons, config),
         "checks": {},
         "temperature": config.temperature,
         "n": screening[0]["n"],

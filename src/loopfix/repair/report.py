@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopfix.repair.candidates import row_label
+
 __all__ = ["render_report"]
 
 _ARMS = ("base", "patched", "random_control")
@@ -47,7 +49,7 @@ def _screening(rows: list[dict[str, Any]], chosen: str) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for row in rows:
-        label = f"{row['site']} L{','.join(map(str, row['layers']))} k{row['k']} a{row['alpha']:g}"
+        label = row_label(row)
         ratio = row.get("perplexity_ratio")
         lines.append(
             f"| {'**' + label + '**' if label == chosen else label} | "

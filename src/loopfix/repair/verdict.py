@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopfix.repair.candidates import row_label
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.verification import temperature_key
 
@@ -155,11 +156,28 @@ def verdict(label: str, result: dict[str, Any], config: RepairConfig) -> str:
     )
 
 
-def screening_verdict(label: str, reasons: list[str]) -> str:
-    """A repair stopped before verification: the screening's best candidate already fails."""
-    return (
-        f"rejected at screening, nothing verified: the best candidate ({label}) "
+def screening_verdict(
+    rows: list[dict[str, Any]], best: int, reasons: list[str], config: RepairConfig
+) -> str:
+    """A repair stopped before verification: the screening's pick (`rows[best]`) already
+    fails. Its answers and loops on the held-out screening prompts, and, when the budget
+    failed, the least damaging candidate."""
+    pick = rows[best]
+    text = (
+        f"rejected at screening, nothing verified: the best candidate ({row_label(pick)}) "
         + "; ".join(reasons)
-        + ". What to try: a weaker edit (lower --alphas, smaller --ks) if the budget failed, "
-        "else the guard `loopfix compare` recommends"
+        + f". On the {pick['n']} held-out screening prompts it recovered {pick['rescues']} "
+        f"answers and lost {pick['regressions']} (McNemar p {pick['mcnemar_p']:.2g}), removed "
+        f"{pick['loops_removed']} loops and added {pick['loops_added']}"
     )
+    priced = [row for row in rows if row["perplexity_ratio"] is not None]
+    if priced and pick["perplexity_ratio"] > 1 + config.max_perplexity_increase:
+        mildest = min(priced, key=lambda row: row["perplexity_ratio"])
+        text += (
+            f"; the least damaging candidate, {row_label(mildest)}, raises perplexity "
+            f"{mildest['perplexity_ratio'] - 1:+.2%}. What to try: a weaker edit (lower "
+            "--alphas, smaller --ks), or the guard `loopfix compare` recommends"
+        )
+    else:
+        text += ". What to try: the guard `loopfix compare` recommends"
+    return text
