@@ -68,8 +68,8 @@ def _temperature_pairs(measure: MeasureStage, s: MeasureSetting) -> dict[str, An
         there = [r for r in records if r.settings["temperature"] == loopiest.temperature]
         paired = compare_samples(there, here)["overall"]
     except (OSError, ValueError):  # no records to pair: count the answers instead
-        here, there = _correct(s), _correct(loopiest)
-        net = 0 if here is None or there is None else here - there
+        right_here, right_there = _correct(s), _correct(loopiest)
+        net = 0 if right_here is None or right_there is None else right_here - right_there
         return {
             "rescued_samples": max(net, 0),
             "regressions": max(-net, 0),
