@@ -118,6 +118,9 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
         assert len(arm) == len(base) == config.n
         paired = compare_samples(base, arm)["overall"]
         assert (row["rescues"], row["regressions"]) == (paired["rescues"], paired["regressions"])
+        guard = next(e for e in guards.entries if e["guard"] == row["guard"])
+        alone = compare_samples(list(read_samples(Path(guard["run"]) / "records.jsonl")), arm)
+        assert row["vs_guard_alone"]["rescues"] == alone["overall"]["rescues"]
     # dry removes the testbed's greedy loops with or without the patch.
     assert stage.rows[1]["loop_rate"] <= stage.rows[0]["loop_rate"]
     patched_model = out / "again" / "combined" / "patched-model"
@@ -237,10 +240,12 @@ def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) ->
     assert result.consistency.skipped and "URL" in result.consistency.skipped
 
 
-def test_the_doctors_testbed_repair_verifies_on_its_own_number_of_prompts() -> None:
-    assert doctor_repair_config(300).prompts == doctor_repair_config(300).causal_prompts == 300
-    assert doctor_repair_config(10).prompts == 50  # the repair's floor
-    assert doctor_repair_config(300).train_pairs == RepairConfig().train_pairs
+def test_the_doctors_testbed_repair_verifies_as_the_repair_does_or_on_n_when_quick() -> None:
+    assert doctor_repair_config(300, quick=False) == RepairConfig.preset("testbed")
+    quick = doctor_repair_config(100, quick=True)
+    assert quick.prompts == quick.causal_prompts == 100
+    assert doctor_repair_config(10, quick=True).prompts == 50  # the repair's floor
+    assert quick.train_pairs == RepairConfig().train_pairs
 
 
 def _measure(rows: list[tuple[float, float, float, float | None]]) -> MeasureStage:

@@ -43,6 +43,10 @@ def test_a_control_recovering_half_as_many_answers_blocks_the_answers_route() ->
     assert not result["checks"]["controls_recover_less_than_half"]
     assert not result["accepted"] and result["verdict"].startswith("rejected")
     assert (
+        "more held-out prompts (--prompts) would tell the patch from the controls"
+        in (result["verdict"])
+    )
+    assert (
         "a random direction of the same size recovers at least half as many answers (net 21"
         in result["verdict"]
     )

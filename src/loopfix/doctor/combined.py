@@ -4,7 +4,8 @@ The patched model is written as a folder (`loopfix patch apply`'s export) and co
 `loopfix compare` at the guard stage's temperature on the same prompts and sampler seeds, with
 no guard and with the recommended one; each arm is then paired with the guard stage's own run
 without a guard on the unpatched model, so patch, guard and both are counted against one
-reference, answers first (the columns of `loopfix compare`).
+reference, answers first (the columns of `loopfix compare`), and each is also paired with the
+same guard's run on the unpatched model: what the patch adds to the guard, or costs it.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ def combined_stage(
     )
     specs = [BASELINE] if guard is None else [BASELINE, guard]
     compared = run_compare(CompareConfig(scan=scan, guards=specs), progress)
-    base = next(e for e in guards.entries if e["guard"] == BASELINE)
-    base_samples = list(read_samples(Path(base["run"]) / "records.jsonl"))
+    unpatched = {
+        e["guard"]: list(read_samples(Path(e["run"]) / "records.jsonl")) for e in guards.entries
+    }
     rows: list[dict[str, Any]] = []
     for entry in compared.entries:
-        paired = compare_samples(
-            base_samples, list(read_samples(Path(entry.run) / "records.jsonl"))
-        )["overall"]
+        samples = list(read_samples(Path(entry.run) / "records.jsonl"))
+        paired = compare_samples(unpatched[BASELINE], samples)["overall"]
+        # Against the same guard without the patch: what the patch adds to the guard.
+        alone = compare_samples(unpatched[entry.guard], samples)["overall"]
         arm = "patch" if entry.guard == BASELINE else f"patch + {entry.guard}"
         rows.append(
             {
@@ -69,6 +72,9 @@ def combined_stage(
                 **{key: paired[key] for key in ("rescues", "regressions", "mcnemar_p")},
                 "loops_removed": paired["loops_removed"],
                 "loops_added": paired["loops_added"],
+                "vs_guard_alone": {
+                    key: alone[key] for key in ("rescues", "regressions", "mcnemar_p")
+                },
                 "run": entry.run,
             }
         )

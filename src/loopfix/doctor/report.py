@@ -95,7 +95,9 @@ def _combined_text(result: DoctorResult) -> str:
         f"{row['arm']}: {row['rescues']} answers recovered, {row['regressions']} lost "
         f"(p {row['mcnemar_p']:.2g}), loops {_rate(row['loop_rate'])}, cut "
         f"{_rate(row['cut_rate'])}, accuracy {_rate(row['accuracy'])}, mean length "
-        f"{row['mean_length']:.1f}"
+        f"{row['mean_length']:.1f}; against `{row['guard']}` without the patch "
+        f"{row['vs_guard_alone']['rescues']} recovered, {row['vs_guard_alone']['regressions']} "
+        f"lost (p {row['vs_guard_alone']['mcnemar_p']:.2g})"
         for row in stage.rows
     )
     return (

@@ -113,6 +113,11 @@ def _advice(result: dict[str, Any], budgets_failed: bool) -> str:
             "answers lean the patch's way but too few prompts decide it: more held-out prompts "
             "(--prompts) would resolve it"
         )
+    if result["checks"]["answers_rise_significantly"]:
+        return (
+            "answers rise, but a random edit of the same size gives back half as many: more "
+            "held-out prompts (--prompts) would tell the patch from the controls"
+        )
     return (
         "the weights hold no loop direction this search can remove selectively; use the "
         "guard `loopfix compare` recommends"
