@@ -7,7 +7,9 @@ Two ways of prompting, chosen by the tokenizer (`prompting`):
   continue, tokenized as is. A chat becomes a transcript the model continues: a system message
   as a first paragraph, then each user turn as `Question: ...` and each assistant turn as
   `Answer: ...`, ending in `Answer:`. A suite's worked examples, earlier turns of its chats
-  (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model.
+  (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model. A base model
+  has no end-of-turn token: it answers and writes the next `Question:` itself, so a transcript's
+  answer ends there (`stop_texts`), as a chat model's ends at its end-of-turn token.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "prompt_ids",
     "prompting",
     "prompting_note",
+    "stop_texts",
     "supports_thinking",
 ]
 
@@ -29,6 +32,9 @@ Prompting = Literal["chat-template", "completion"]
 
 COMPLETION_LABELS = {"user": "Question:", "assistant": "Answer:"}
 """The transcript's label of each chat role under completion prompting."""
+
+TURN_STOP = "\n" + COMPLETION_LABELS["user"]
+"""Where a transcript's answer ends: the model starting the next question."""
 
 
 def prompting(tokenizer: Any) -> Prompting:
@@ -63,6 +69,15 @@ def prompt_ids(item: SuiteItem, tokenizer: Any, think: bool | None = None) -> li
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
     text = item.prompt if item.messages is None else _transcript(item)
     return list(tokenizer(text)["input_ids"])
+
+
+def stop_texts(item: SuiteItem, tokenizer: Any) -> tuple[str, ...]:
+    """The texts that end a generation for `item` (`Request.stop`): a transcript's answer ends
+    at the next question; a chat-template model ends at its own end-of-turn token, and a plain
+    prompt under completion prompting is text to continue, with no turn to end."""
+    if item.messages is None or prompting(tokenizer) == "chat-template":
+        return ()
+    return (TURN_STOP,)
 
 
 def _transcript(item: SuiteItem) -> str:
