@@ -17,7 +17,7 @@ from loopfix.models.packaged import packaged_model_path
 from loopfix.records import DecodeSettings
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import arith_suite
-from loopfix.suites.render import TURN_STOP, prompt_ids
+from loopfix.suites.render import prompt_ids
 from loopfix.suites.tasks import tasks_suite
 
 pytestmark = pytest.mark.slow
@@ -101,7 +101,7 @@ def test_without_its_template_the_model_stops_where_it_starts_the_next_question(
     lines = (tmp_path / "scan" / "records.jsonl").read_text().splitlines()
     records = {record["prompt_id"]: record for record in map(json.loads, lines)}
     days = records[tasks_suite(4, seed=0)[3].id]
-    assert (days["finish_reason"], days["meta"]["stop"]) == ("stop", TURN_STOP)
+    assert (days["finish_reason"], days["meta"]["stop"]) == ("stop", "\nQuestion:")
     assert days["text"] == " Monday, Tuesday, Wednesday, Thursday\n" and days["correct"]
     assert tokenizer.decode(days["tokens"]).endswith("Thursday\n\nQuestion:")
     # Rows that end at EOS or the cap say no stop text.

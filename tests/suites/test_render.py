@@ -7,7 +7,7 @@ from loopfix.lab.stargraph import StarGraph
 from loopfix.models import load_model
 from loopfix.suites import SuiteError, SuiteItem, stargraph_suite
 from loopfix.suites.render import (
-    TURN_STOP,
+    TURN_STOPS,
     prompt_ids,
     prompting,
     stop_texts,
@@ -54,9 +54,9 @@ def test_without_template_a_chat_is_a_few_shot_transcript(base_tokenizer) -> Non
     assert text == "Be brief.\n\nQuestion: Hi?\nAnswer:"
     plain = SuiteItem(id="p", prompt="Once upon a time")
     assert prompt_ids(plain, base_tokenizer) == base_tokenizer("Once upon a time")["input_ids"]
-    # The transcript's answer ends where the model starts the next question; a plain prompt
-    # has no turn to end.
-    assert TURN_STOP == "\nQuestion:" and stop_texts(count, base_tokenizer) == (TURN_STOP,)
+    # The transcript's answer ends where the model starts another turn; a plain prompt has no
+    # turn to end.
+    assert stop_texts(count, base_tokenizer) == TURN_STOPS == ("\nQuestion:", "\nAnswer:")
     assert stop_texts(plain, base_tokenizer) == ()
     tool = SuiteItem(id="t", messages=[{"role": "tool", "content": "42"}])
     with pytest.raises(SuiteError, match="role 'tool' has no place in a completion prompt"):

@@ -8,8 +8,9 @@ Two ways of prompting, chosen by the tokenizer (`prompting`):
   as a first paragraph, then each user turn as `Question: ...` and each assistant turn as
   `Answer: ...`, ending in `Answer:`. A suite's worked examples, earlier turns of its chats
   (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model. A base model
-  has no end-of-turn token: it answers and writes the next `Question:` itself, so a transcript's
-  answer ends there (`stop_texts`), as a chat model's ends at its end-of-turn token.
+  has no end-of-turn token: it answers and writes the next `Question:` (or another `Answer:`)
+  itself, so a transcript's answer ends there (`stop_texts`), as a chat model's ends at its
+  end-of-turn token.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from loopfix.suites.items import SuiteError, SuiteItem
 
 __all__ = [
     "COMPLETION_LABELS",
+    "TURN_STOPS",
     "Prompting",
     "prompt_ids",
     "prompting",
@@ -33,8 +35,9 @@ Prompting = Literal["chat-template", "completion"]
 COMPLETION_LABELS = {"user": "Question:", "assistant": "Answer:"}
 """The transcript's label of each chat role under completion prompting."""
 
-TURN_STOP = "\n" + COMPLETION_LABELS["user"]
-"""Where a transcript's answer ends: the model starting the next question."""
+TURN_STOPS = tuple(f"\n{label}" for label in COMPLETION_LABELS.values())
+"""Where a transcript's answer ends: the model starting another turn, a next question or (as
+Gemma 3 270M does after copying a list) a second answer."""
 
 
 def prompting(tokenizer: Any) -> Prompting:
@@ -73,11 +76,11 @@ def prompt_ids(item: SuiteItem, tokenizer: Any, think: bool | None = None) -> li
 
 def stop_texts(item: SuiteItem, tokenizer: Any) -> tuple[str, ...]:
     """The texts that end a generation for `item` (`Request.stop`): a transcript's answer ends
-    at the next question; a chat-template model ends at its own end-of-turn token, and a plain
-    prompt under completion prompting is text to continue, with no turn to end."""
+    at the next turn's label; a chat-template model ends at its own end-of-turn token, and a
+    plain prompt under completion prompting is text to continue, with no turn to end."""
     if item.messages is None or prompting(tokenizer) == "chat-template":
         return ()
-    return (TURN_STOP,)
+    return TURN_STOPS
 
 
 def _transcript(item: SuiteItem) -> str:
