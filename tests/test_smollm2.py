@@ -1,5 +1,6 @@
 """The real model, end to end: SmolLM2-135M-Instruct from its GGUF file (`loopfix:smollm2`)."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -7,15 +8,17 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from loopfix.backends.hf import generate
+from loopfix.backends.hf import HFBackend, generate
 from loopfix.cli import app
 from loopfix.doctor import DoctorConfig, run_doctor
 from loopfix.doctor.config import QUICK_GUARDS
 from loopfix.models import file_sha256, load_model
 from loopfix.models.packaged import packaged_model_path
 from loopfix.records import DecodeSettings
+from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import arith_suite
 from loopfix.suites.render import prompt_ids
+from loopfix.suites.tasks import tasks_suite
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +77,35 @@ def test_short_scan_judges_real_answers(tmp_path: Path, smollm2_folder: Path) ->
         assert record["correct"] in (True, False)  # free text judged, no \boxed{} needed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"][0]["judged"] == 4
+
+
+def test_without_its_template_the_model_stops_where_it_starts_the_next_question(
+    smollm2, tmp_path: Path
+) -> None:
+    """Completion prompting on a real model: the tasks transcript's answer ends at the next
+    `Question:` the model writes (within its first 16 tokens at greedy, as measured), a normal
+    stop (never a loop) whose text leaves the stop text out."""
+    model, tokenizer = smollm2
+    base = copy.deepcopy(tokenizer)
+    base.chat_template = None  # as a base model's tokenizer comes
+    scan = ScanConfig(
+        model="loopfix:smollm2",
+        suite="tasks",
+        n=4,
+        seed=0,
+        temperatures=[0.0],
+        max_new_tokens=16,
+        out=tmp_path / "scan",
+    )
+    run_scan(scan, backend=HFBackend(model, base, batch_size=4))
+    lines = (tmp_path / "scan" / "records.jsonl").read_text().splitlines()
+    records = {record["prompt_id"]: record for record in map(json.loads, lines)}
+    days = records[tasks_suite(4, seed=0)[3].id]
+    assert (days["finish_reason"], days["meta"]["stop"]) == ("stop", "\nQuestion:")
+    assert days["text"] == " Monday, Tuesday, Wednesday, Thursday\n" and days["correct"]
+    assert tokenizer.decode(days["tokens"]).endswith("Thursday\n\nQuestion:")
+    # Rows that end at EOS or the cap say no stop text.
+    assert all("stop" not in r["meta"] for r in records.values() if r is not days)
 
 
 def test_the_quick_doctor_runs_on_the_real_model(smollm2_folder: Path, tmp_path: Path) -> None:

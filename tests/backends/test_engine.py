@@ -6,7 +6,7 @@ from loopfix.engine import DecodeEngine
 from loopfix.engine.sampling import draw, uniforms
 from loopfix.guards import GuardChain, parse_guards
 from loopfix.guards.base import Guard, GuardParams
-from loopfix.models import tiny_model
+from loopfix.models import tiny_model, tiny_tokenizer
 from loopfix.records import DecodeSettings
 from tests.decoding import plain_greedy
 
@@ -164,3 +164,40 @@ def test_the_engine_leaves_the_model_as_it_came_also_when_it_fails(model_name) -
     hook.remove()
     assert calls == 3 and seen == {"OneDNNLinear"}  # the failing calls ran switched
     _assert_as_it_came(model, snapshot, ids, before)
+
+
+def first_completion(tokens: list[int], stop: str, decode) -> int:
+    """How many tokens the output has when `stop` first shows in its decoded text."""
+    return next(k for k in range(1, len(tokens) + 1) if stop in decode(tokens[:k]))
+
+
+def test_a_stop_text_ends_the_greedy_generation_where_it_first_shows() -> None:
+    model, tokenizer = tiny_model("gemma3", seed=1), tiny_tokenizer()
+
+    def decode(ids):
+        return tokenizer.decode(ids, skip_special_tokens=True)
+
+    settings = DecodeSettings(max_new_tokens=40)
+    free = run(model, settings, batch_size=4)
+    text = decode(free[0].tokens)
+    # Texts the free greedy output of prompt 0 is known to contain, each one ending inside it
+    # (the tiny tokenizer decodes most ids to nothing: the check must look past them).
+    assert text == "0 0 0 0 l l t 2 h"
+    stops = ["l l t", "2 h"]
+    for stop in stops:
+        engine = DecodeEngine(model, settings, 2, 2, 4, decode=decode)
+        texts = [(stop,)] + [()] * (len(PROMPTS) - 1)
+        results = dict(engine.run(PROMPTS, [100 + i for i in range(len(PROMPTS))], texts))
+        end = first_completion(free[0].tokens, stop, decode)
+        assert end < 40
+        assert results[0].tokens == free[0].tokens[:end]
+        assert (results[0].finish_reason, results[0].stop) == ("stop", stop)
+        # The other rows, with no stop text, are untouched by their batch mate's.
+        assert [results[i].tokens for i in range(1, len(PROMPTS))] == [r.tokens for r in free[1:]]
+        assert all(results[i].stop is None for i in range(1, len(PROMPTS)))
+
+
+def test_stop_texts_need_a_decoder() -> None:
+    engine = DecodeEngine(tiny_model("llama"), DecodeSettings(max_new_tokens=4), 2, 2)
+    with pytest.raises(ValueError, match="decode"):
+        list(engine.run(PROMPTS[:1], [0], [("a",)]))

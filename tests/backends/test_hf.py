@@ -7,7 +7,7 @@ from loopfix.backends import HFBackend, Request
 from loopfix.backends.hf import generate
 from loopfix.guards import GuardChain, GuardContext, parse_guards
 from loopfix.lab.stargraph import make_graph
-from loopfix.models import load_model
+from loopfix.models import load_model, tiny_model, tiny_tokenizer
 from loopfix.records import DecodeSettings
 
 
@@ -103,3 +103,18 @@ def test_a_sample_does_not_depend_on_its_batch_mates(testbed) -> None:
     alone = dict(HFBackend(model, tokenizer, batch_size=1).generate(requests[4:], settings))
     assert [everything[4 + i].tokens for i in range(4)] == [alone[i].tokens for i in range(4)]
     assert everything[0].text == tokenizer.decode(everything[0].tokens, skip_special_tokens=True)
+
+
+def test_a_stop_text_is_cut_from_the_text_and_named() -> None:
+    model, tokenizer = tiny_model("gemma3", seed=1), tiny_tokenizer()
+    tokenizer.pad_token = tokenizer.eos_token
+    backend = HFBackend(model, tokenizer, batch_size=2)
+    prompt = [1, 5, 6, 7]  # greedy: "0 0 0 0 l l t 2 h" in 40 tokens
+    requests = [Request(ids=prompt), Request(ids=prompt, stop=("l t", "9"))]
+    free, stopped = (
+        g for _, g in sorted(backend.generate(requests, DecodeSettings(max_new_tokens=40)))
+    )
+    assert (free.text, free.finish_reason, free.stop) == ("0 0 0 0 l l t 2 h", "length", None)
+    assert (stopped.text, stopped.finish_reason, stopped.stop) == ("0 0 0 0 l ", "stop", "l t")
+    assert stopped.tokens == free.tokens[: len(stopped.tokens)]
+    assert tokenizer.decode(stopped.tokens).endswith("l t")

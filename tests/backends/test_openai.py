@@ -47,7 +47,21 @@ def test_retries_429_and_5xx_then_streams_text_ids_and_reasons() -> None:
         20,
         1.5,
     )
-    assert body["stream"] is True and "min_p" not in body
+    assert body["stream"] is True and "min_p" not in body and "stop" not in body
+
+
+def test_stop_texts_are_sent_and_the_one_that_ended_the_reply_is_kept() -> None:
+    events = completion_events([" 1,", " 2"], "stop", ids=[1, 2])
+    # vLLM's `stop_reason`: which stop text ended the reply (it is not in the text).
+    events.insert(-1, sse([{"choices": [{"index": 0, "text": "", "stop_reason": "\nQ:"}]}])[0])
+    with fake_server() as server:
+        server.script = [(200, {}, events)]
+        backend = backend_for(server.url)
+        request = Request(text="Q: count\nA:", stop=("\nQ:",))
+        [(_, generation)] = list(backend.generate([request], SETTINGS))
+        backend.close()
+    assert server.bodies[-1]["stop"] == ["\nQ:"]
+    assert (generation.text, generation.finish_reason, generation.stop) == (" 1, 2", "stop", "\nQ:")
 
 
 def test_chat_reasoning_and_repetition_stop_become_a_loop_record(tmp_path: Path) -> None:

@@ -6,7 +6,13 @@ from transformers import AutoTokenizer
 from loopfix.lab.stargraph import StarGraph
 from loopfix.models import load_model
 from loopfix.suites import SuiteError, SuiteItem, stargraph_suite
-from loopfix.suites.render import prompt_ids, prompting, supports_thinking
+from loopfix.suites.render import (
+    TURN_STOPS,
+    prompt_ids,
+    prompting,
+    stop_texts,
+    supports_thinking,
+)
 from loopfix.suites.tasks import task_item
 
 # Renders to testbed words, so the ids show what the template did ("back" marks thinking off).
@@ -48,6 +54,10 @@ def test_without_template_a_chat_is_a_few_shot_transcript(base_tokenizer) -> Non
     assert text == "Be brief.\n\nQuestion: Hi?\nAnswer:"
     plain = SuiteItem(id="p", prompt="Once upon a time")
     assert prompt_ids(plain, base_tokenizer) == base_tokenizer("Once upon a time")["input_ids"]
+    # The transcript's answer ends where the model starts another turn; a plain prompt has no
+    # turn to end.
+    assert stop_texts(count, base_tokenizer) == TURN_STOPS == ("\nQuestion:", "\nAnswer:")
+    assert stop_texts(plain, base_tokenizer) == ()
     tool = SuiteItem(id="t", messages=[{"role": "tool", "content": "42"}])
     with pytest.raises(SuiteError, match="role 'tool' has no place in a completion prompt"):
         prompt_ids(tool, base_tokenizer)
@@ -67,5 +77,7 @@ def test_chat_template_and_think_switch(tokenizer) -> None:
             enable_thinking=False,
         )
         assert off == tokenizer(text, add_special_tokens=False)["input_ids"]
+        # A chat model ends at its own end-of-turn token: no stop text.
+        assert stop_texts(task_item(seed=0, index=0), tokenizer) == ()
     finally:
         tokenizer.chat_template = None

@@ -33,12 +33,16 @@ class Request:
     ids: prompt token ids, when a local tokenizer rendered them (hf, vllm).
     text / messages: the prompt for a backend that tokenizes remotely (openai).
     seed: this sample's own seed, for backends that seed per request.
+    stop: texts that end the generation where the output shows one (a completion-prompted
+        model starting the next turn, `suites.render.stop_texts`); the finish reason is then
+        "stop", and the text is returned without it.
     """
 
     ids: list[int] | None = None
     text: str | None = None
     messages: list[dict[str, str]] | None = None
     seed: int = 0
+    stop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Generation:
     guards: what decode-time guards did to this sample (rescues with position and period, a
         cut), stored in the sample's record as `meta.guards`.
     token_count: how many tokens a server says it generated, when it returned no ids.
+    stop: the request's stop text that ended it (None: EOS, the cap, a guard, or a server that
+        does not say which).
     """
 
     tokens: list[int]
@@ -66,6 +72,7 @@ class Generation:
     error: str | None = None
     guards: dict[str, Any] | None = None
     token_count: int | None = None
+    stop: str | None = None
 
 
 @runtime_checkable

@@ -4,8 +4,8 @@ Every prompt is drawn from its own generator, seeded by the request's seed (or, 
 by the run's seed and the prompt's position), so a sample does not depend on its batch mates
 or on the batch size, and up to `batch_size` sequences are kept in flight: a row that ends is
 replaced by the next prompt at once instead of idling until the batch's longest row ends.
-Presence / frequency / repetition penalties, the optional per-step statistics and any guard
-chain run inside the engine.
+Presence / frequency / repetition penalties, stop texts, the optional per-step statistics and
+any guard chain run inside the engine; a stop text is cut from the returned text.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from loopfix.backends.base import Generation, Request, dtype_name
 from loopfix.engine import DecodeEngine, EngineResult
+from loopfix.engine.stops import cut_at_stop
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
 from loopfix.seeds import derive_seed
@@ -36,6 +37,7 @@ def _generation(result: EngineResult, text: str | None = None) -> Generation:
         top1=result.top1,
         entropy=result.entropy,
         guards=guards,
+        stop=result.stop,
     )
 
 
@@ -125,11 +127,15 @@ class HFBackend:
             self.batch_size,
             self.build_chain,
             self.capture,
+            decode=self._decode,
         )
         prompts = [request.ids or [] for request in requests]
-        for index, result in engine.run(prompts, [request.seed for request in requests]):
-            text = str(self.tokenizer.decode(result.tokens, skip_special_tokens=True))
-            yield index, _generation(result, text)
+        seeds = [request.seed for request in requests]
+        for index, result in engine.run(prompts, seeds, [request.stop for request in requests]):
+            yield index, _generation(result, cut_at_stop(self._decode(result.tokens), result.stop))
+
+    def _decode(self, tokens: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(tokens, skip_special_tokens=True))
 
     def close(self) -> None:
         """Nothing to release: the model stays with whoever loaded it."""

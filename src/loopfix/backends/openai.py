@@ -3,12 +3,13 @@
 Each request is streamed (`stream: true`) on a thread pool whose size is the concurrency limit.
 Steps per request:
 1. Build the body: the prompt (completions) or the chat (chat completions), the decode
-   settings, the request's seed, `chat_template_kwargs.enable_thinking` when asked, and vLLM's
-   `return_token_ids` so records carry the model's token ids.
+   settings, the request's seed and stop texts, `chat_template_kwargs.enable_thinking` when
+   asked, and vLLM's `return_token_ids` so records carry the model's token ids.
 2. POST with retries: 429, 5xx and connection failures back off exponentially (honouring
    `Retry-After`); other 4xx fail that request only (its record says why).
 3. Read the server-sent events: text, `reasoning_content`, token ids, finish reason. A reply
-   that is not the OpenAI shape stops the scan with a `BackendError`.
+   that is not the OpenAI shape stops the scan with a `BackendError`. vLLM's `stop_reason`
+   says which stop text ended a reply; other servers do not say.
 Finish reasons map as: `length` -> cut, `repetition` (vLLM's detector) -> loop, else stop.
 """
 
@@ -61,6 +62,8 @@ def request_body(
         body["min_p"] = settings.min_p
     if settings.repetition_penalty != 1.0:
         body["repetition_penalty"] = settings.repetition_penalty
+    if request.stop:
+        body["stop"] = list(request.stop)
     if api == "chat":
         messages = request.messages or [{"role": "user", "content": request.text or ""}]
         body["messages"] = messages
@@ -82,6 +85,7 @@ class _Stream:
     tokens: list[int] = field(default_factory=list)
     finish: str | None = None
     completion_tokens: int | None = None
+    stop: str | None = None
 
     def add(self, event: dict[str, Any]) -> None:
         usage = event.get("usage")
@@ -98,6 +102,9 @@ class _Stream:
             self.reasoning.append(reasoning or "")
             self.tokens.extend(int(t) for t in choice.get("token_ids") or [])
             self.finish = choice.get("finish_reason") or self.finish
+            # vLLM's extension: the stop text that ended the reply (an id for a stop token).
+            if isinstance(choice.get("stop_reason"), str):
+                self.stop = choice["stop_reason"]
 
     def generation(self) -> Generation:
         reasoning = "".join(self.reasoning)
@@ -107,6 +114,7 @@ class _Stream:
             text="".join(self.text),
             reasoning=reasoning or None,
             token_count=None if self.tokens else self.completion_tokens,
+            stop=self.stop,
         )
 
 

@@ -3,10 +3,11 @@
 Steps: validate the guards (before anything loads: a bad guard argument is a GuardError that
 names the guard and the parameter); load the engine once (eager mode: no graph capture, a few
 seconds to start on CPU), with `LoopfixLogitsProcessor` only when a guard other than `cut` needs
-it; map each request's settings, seed and guards to `SamplingParams` (guards as flat
-`extra_args`, `cut` as vLLM's native `repetition_detection`); generate a whole chunk in one call
-(vLLM batches continuously inside it); keep vLLM's token ids and finish reasons (`length` ->
-cut, `repetition` -> loop, with the cut's position and period in `Generation.guards`).
+it; map each request's settings, seed, stop texts and guards to `SamplingParams` (guards as
+flat `extra_args`, `cut` as vLLM's native `repetition_detection`, stop texts as `stop`, which
+vLLM removes from the text); generate a whole chunk in one call (vLLM batches continuously
+inside it); keep vLLM's token ids and finish reasons (`length` -> cut, `repetition` -> loop,
+with the cut's position and period in `Generation.guards`) and the stop text that ended one.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ _FINISH: dict[str | None, FinishReason] = {"length": "length", "repetition": "re
 _PROCESSOR = "loopfix.guards.vllm.LoopfixLogitsProcessor"
 
 
-def sampling_params(settings: DecodeSettings, seed: int, guards: VLLMGuards | None = None) -> Any:
+def sampling_params(
+    settings: DecodeSettings,
+    seed: int,
+    guards: VLLMGuards | None = None,
+    stop: tuple[str, ...] = (),
+) -> Any:
     from vllm import SamplingParams
 
     return SamplingParams(
@@ -45,6 +51,7 @@ def sampling_params(settings: DecodeSettings, seed: int, guards: VLLMGuards | No
         # A copy: whatever changes a request's params must not change the backend's guards.
         extra_args=dict(guards.extra_args) if guards and guards.extra_args else None,
         repetition_detection=guards.repetition_detection if guards else None,
+        stop=list(stop) or None,
     )
 
 
@@ -130,14 +137,23 @@ class VLLMBackend:
         for start in range(0, len(requests), self.batch_size):
             batch = requests[start : start + self.batch_size]
             prompts = [TokensPrompt(prompt_token_ids=request.ids or []) for request in batch]
-            params = [sampling_params(settings, request.seed, self.guards) for request in batch]
+            params = [
+                sampling_params(settings, request.seed, self.guards, request.stop)
+                for request in batch
+            ]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
             for offset, output in enumerate(outputs):
                 completion = output.outputs[0]
                 tokens = list(completion.token_ids)
                 reason = _FINISH.get(completion.finish_reason, "stop")
+                # stop_reason: the stop text that ended it, or an id for a stop token.
+                stop = completion.stop_reason if isinstance(completion.stop_reason, str) else None
                 generation = Generation(
-                    tokens, reason, text=completion.text, guards=self._record(tokens, reason)
+                    tokens,
+                    reason,
+                    text=completion.text,
+                    guards=self._record(tokens, reason),
+                    stop=stop,
                 )
                 yield start + offset, generation
 

@@ -13,8 +13,9 @@ cap. This loop keeps up to `batch_size` sequences in flight instead:
    (temperature, top-k, top-p, min-p) - `model.generate`'s order - and argmax (greedy) or an
    inverse-CDF draw with a uniform number that depends only on the request's seed and the
    output position (a counter-based generator, drawn for all rows at once).
-3. Feed the token to the sampler and the chain; a row ends at EOS, at the cap, or when `cut`
-   stopped it ("repetition"). Ended rows leave the batch at once (their cache rows dropped).
+3. Feed the token to the sampler and the chain; a row ends at EOS, at one of its request's stop
+   texts (`engine.stops`: the newest tokens decoded), at the cap, or when `cut` stopped it
+   ("repetition"). Ended rows leave the batch at once (their cache rows dropped).
 4. When `rescue` asks for a rollback, the row leaves the batch with its kept tokens and is
    admitted again at the next refill (its prefix re-prefilled; the chain keeps its ledger).
 5. Everyone else runs one forward step on the token just drawn.
@@ -47,6 +48,7 @@ from transformers import PreTrainedModel
 
 from loopfix.engine.kv_batch import KVBatch, mergeable
 from loopfix.engine.sampling import draw, sampler_penalties, sampler_warpers, uniforms
+from loopfix.engine.stops import Decode, stop_found
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, FinishReason
 
@@ -61,6 +63,7 @@ class EngineResult:
     forward_tokens: int = 0  # tokens the model ran on for this request, prefills included
     top1: list[float] | None = None
     entropy: list[float] | None = None
+    stop: str | None = None  # the stop text that ended it
 
 
 _PARKED = 1 << 40
@@ -73,12 +76,14 @@ class _Sequence:
     index: int
     prompt: list[int]
     seed: int
+    stops: tuple[str, ...] = ()
     output: list[int] = field(default_factory=list)
     forward_tokens: int = 0
     top1: list[float] = field(default_factory=list)
     entropy: list[float] = field(default_factory=list)
     parked: int | None = None  # chain row id (>= _PARKED) while waiting to be admitted again
     done: bool = False
+    stopped_by: str | None = None  # the stop text that ended it
 
     @property
     def context(self) -> list[int]:
@@ -99,6 +104,7 @@ class DecodeEngine:
     build_chain: a fresh guard chain for each `run` (one chain serves all rows); None: none.
     capture: also return per-step top-1 probability and entropy (nats) of the distribution
         after penalties and guards, before temperature and truncation.
+    decode: token ids to text, for requests with stop texts.
     """
 
     def __init__(
@@ -110,9 +116,10 @@ class DecodeEngine:
         batch_size: int = 16,
         build_chain: Callable[[], GuardChain] | None = None,
         capture: bool = False,
+        decode: Decode | None = None,
     ) -> None:
         self.model, self.settings, self.eos = model, settings, eos_set(eos_token_id)
-        self.pad_id, self.capture = pad_token_id, capture
+        self.pad_id, self.capture, self.decode = pad_token_id, capture, decode
         self.build_chain = build_chain or (lambda: GuardChain([]))
         self.mergeable = mergeable(model)
         rolls_back = "rescue" in self.build_chain().names
@@ -120,13 +127,22 @@ class DecodeEngine:
 
     @torch.inference_mode()
     def run(
-        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int]
+        self,
+        prompts: Sequence[Sequence[int]],
+        seeds: Sequence[int],
+        stops: Sequence[Sequence[str]] | None = None,
     ) -> Iterator[tuple[int, EngineResult]]:
-        """Yield (prompt position, result) as each sequence ends."""
+        """Yield (prompt position, result) as each sequence ends.
+
+        stops: each prompt's stop texts (`engine.stops`); they need the engine's `decode`.
+        """
+        stops = stops if stops is not None else [()] * len(prompts)
+        if self.decode is None and any(stops):
+            raise ValueError("stop texts need a DecodeEngine built with decode")
         state = _Run(self)
         state.waiting.extend(
-            _Sequence(i, list(p), int(s))
-            for i, (p, s) in enumerate(zip(prompts, seeds, strict=True))
+            _Sequence(i, list(p), int(s), tuple(texts))
+            for i, (p, s, texts) in enumerate(zip(prompts, seeds, stops, strict=True))
         )
         while state.waiting or state.rows:
             if self.mergeable or not state.rows:
@@ -222,6 +238,8 @@ class _Run:
         for row, sequence, token in live:
             if token in self.engine.eos:
                 finished.append((sequence, "stop"))
+            elif sequence.stops and self._stop(sequence):
+                finished.append((sequence, "stop"))
             elif chain.stopped(row):
                 finished.append((sequence, "repetition"))
             elif (length := pending.get(row)) is not None:
@@ -233,6 +251,11 @@ class _Run:
                 finished.append((sequence, "length"))
         return finished, rolled
 
+    def _stop(self, sequence: _Sequence) -> bool:
+        assert self.engine.decode is not None  # `run` refuses stop texts without it
+        sequence.stopped_by = stop_found(sequence.output, sequence.stops, self.engine.decode)
+        return sequence.stopped_by is not None
+
     def result(self, sequence: _Sequence, reason: FinishReason) -> EngineResult:
         sequence.done = True
         record = self.chain.record(self.rows.index(sequence)) if self.chain else None
@@ -243,6 +266,7 @@ class _Run:
             forward_tokens=sequence.forward_tokens,
             top1=sequence.top1 if self.engine.capture else None,
             entropy=sequence.entropy if self.engine.capture else None,
+            stop=sequence.stopped_by,
         )
 
     def settle(

@@ -45,6 +45,8 @@ def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, A
         meta["guards"] = generation.guards
     if generation.token_count is not None:
         meta["completion_tokens"] = generation.token_count
+    if generation.stop is not None:
+        meta["stop"] = generation.stop
     return meta
 
 

@@ -8,7 +8,7 @@ samples an uninterrupted run would have written: resuming changes nothing but th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loopfix.backends.base import Request
 from loopfix.records import DecodeSettings
@@ -41,8 +41,7 @@ class Job:
         return (self.prepared.item.id, self.sample_index, self.settings.key())
 
     def request(self) -> Request:
-        template = self.prepared.request
-        return Request(template.ids, template.text, template.messages, self.seed)
+        return replace(self.prepared.request, seed=self.seed)
 
 
 def jobs_for(settings: DecodeSettings, items: list[PreparedItem], samples: int) -> list[Job]:

@@ -36,7 +36,13 @@ from loopfix.scan.plan import Job, PreparedItem, chunks, jobs_for
 from loopfix.scan.store import append_uninterrupted
 from loopfix.scan.summary import is_loop, summarize
 from loopfix.suites import SuiteItem, load_suite
-from loopfix.suites.render import prompt_ids, prompting, prompting_note, supports_thinking
+from loopfix.suites.render import (
+    prompt_ids,
+    prompting,
+    prompting_note,
+    stop_texts,
+    supports_thinking,
+)
 
 __all__ = ["ScanResult", "prepare_items", "run_scan", "scan_warnings", "write_outputs"]
 
@@ -67,7 +73,10 @@ def prepare_items(
     )
     prepared = [
         PreparedItem(
-            item, Request(ids=ids), len(ids), limit is not None and len(ids) + cap.value > limit
+            item,
+            Request(ids=ids, stop=stop_texts(item, backend.tokenizer)),
+            len(ids),
+            limit is not None and len(ids) + cap.value > limit,
         )
         for item, ids in rendered
     ]

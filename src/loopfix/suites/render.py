@@ -7,7 +7,10 @@ Two ways of prompting, chosen by the tokenizer (`prompting`):
   continue, tokenized as is. A chat becomes a transcript the model continues: a system message
   as a first paragraph, then each user turn as `Question: ...` and each assistant turn as
   `Answer: ...`, ending in `Answer:`. A suite's worked examples, earlier turns of its chats
-  (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model.
+  (`tasks`), are then the few-shot prefix: one mechanism for both kinds of model. A base model
+  has no end-of-turn token: it answers and writes the next `Question:` (or another `Answer:`)
+  itself, so a transcript's answer ends there (`stop_texts`), as a chat model's ends at its
+  end-of-turn token.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from loopfix.suites.items import SuiteError, SuiteItem
 
 __all__ = [
     "COMPLETION_LABELS",
+    "TURN_STOPS",
     "Prompting",
     "prompt_ids",
     "prompting",
     "prompting_note",
+    "stop_texts",
     "supports_thinking",
 ]
 
@@ -29,6 +34,10 @@ Prompting = Literal["chat-template", "completion"]
 
 COMPLETION_LABELS = {"user": "Question:", "assistant": "Answer:"}
 """The transcript's label of each chat role under completion prompting."""
+
+TURN_STOPS = tuple(f"\n{label}" for label in COMPLETION_LABELS.values())
+"""Where a transcript's answer ends: the model starting another turn, a next question or (as
+Gemma 3 270M does after copying a list) a second answer."""
 
 
 def prompting(tokenizer: Any) -> Prompting:
@@ -63,6 +72,15 @@ def prompt_ids(item: SuiteItem, tokenizer: Any, think: bool | None = None) -> li
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
     text = item.prompt if item.messages is None else _transcript(item)
     return list(tokenizer(text)["input_ids"])
+
+
+def stop_texts(item: SuiteItem, tokenizer: Any) -> tuple[str, ...]:
+    """The texts that end a generation for `item` (`Request.stop`): a transcript's answer ends
+    at the next turn's label; a chat-template model ends at its own end-of-turn token, and a
+    plain prompt under completion prompting is text to continue, with no turn to end."""
+    if item.messages is None or prompting(tokenizer) == "chat-template":
+        return ()
+    return TURN_STOPS
 
 
 def _transcript(item: SuiteItem) -> str:
