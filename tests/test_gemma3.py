@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from loopfix.backends.hf import generate
 from loopfix.models import file_sha256, load_model
 from loopfix.models.packaged import PACKAGED_MODELS, packaged_model_path
-from loopfix.records import DecodeSettings
 from loopfix.suites import arith_suite
+from tests.decoding import assert_engine_equals_generate
 
 pytestmark = pytest.mark.slow
 
@@ -44,14 +43,4 @@ def test_engine_equals_model_generate_past_the_sliding_window(gemma3) -> None:
     # The long prompt crosses the 512-token window during decoding; the short one shares its
     # batch, left-padded by hundreds of columns.
     prompts = [ids[: window - 8], ids[:20]]
-    settings = DecodeSettings(temperature=0.0, max_new_tokens=24)
-    ours = generate(model, tokenizer, prompts, settings, batch_size=2)
-    with torch.inference_mode():
-        for prompt, result in zip(prompts, ours, strict=True):
-            expected = model.generate(
-                input_ids=torch.tensor([prompt]),
-                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                max_new_tokens=24,
-                do_sample=False,
-            )[0, len(prompt) :].tolist()
-            assert result.tokens == expected
+    assert_engine_equals_generate(model, tokenizer, prompts)

@@ -8,17 +8,17 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from loopfix.backends.hf import HFBackend, generate
+from loopfix.backends.hf import HFBackend
 from loopfix.cli import app
 from loopfix.doctor import DoctorConfig, run_doctor
 from loopfix.doctor.config import QUICK_GUARDS
 from loopfix.models import file_sha256, load_model
 from loopfix.models.packaged import packaged_model_path
-from loopfix.records import DecodeSettings
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import arith_suite
 from loopfix.suites.render import prompt_ids
 from loopfix.suites.tasks import tasks_suite
+from tests.decoding import assert_engine_equals_generate
 
 pytestmark = pytest.mark.slow
 
@@ -51,17 +51,7 @@ def test_chat_template_and_end_of_turn(smollm2) -> None:
 def test_engine_equals_model_generate_on_the_real_model(smollm2) -> None:
     model, tokenizer = smollm2
     prompts = [prompt_ids(item, tokenizer) for item in arith_suite(2, seed=5)]
-    settings = DecodeSettings(temperature=0.0, max_new_tokens=24)
-    ours = generate(model, tokenizer, prompts, settings, batch_size=2)
-    with torch.inference_mode():
-        for prompt, result in zip(prompts, ours, strict=True):
-            expected = model.generate(
-                input_ids=torch.tensor([prompt]),
-                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                max_new_tokens=24,
-                do_sample=False,
-            )[0, len(prompt) :].tolist()
-            assert result.tokens == expected
+    assert_engine_equals_generate(model, tokenizer, prompts)
 
 
 def test_short_scan_judges_real_answers(tmp_path: Path, smollm2_folder: Path) -> None:
