@@ -4,14 +4,18 @@ pieces the experiments add, and the statistics on inputs with known answers."""
 
 import json
 import math
+import random
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
 import torch
+from transformers import LlamaForCausalLM
 from typer.testing import CliRunner
 
 from loopfix.cli import app
+from loopfix.detect import detect_text
+from loopfix.detect.clean import cut_text
 from loopfix.experiments import (
     EXPERIMENTS,
     ExperimentConfig,
@@ -19,8 +23,20 @@ from loopfix.experiments import (
     run_experiment,
 )
 from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE
-from loopfix.lab.stargraph import BACK_ID, EOS_ID, NODE_NAMES, VOCABULARY, StarGraph, arm_choices
-from loopfix.lab.train import visited_mass
+from loopfix.lab.attention import recent_bias, use_attention_decay
+from loopfix.lab.config import TrainConfig
+from loopfix.lab.curriculum import loss_mask, repeated_excursions, stage_at
+from loopfix.lab.deloop import deloop_walk
+from loopfix.lab.stargraph import (
+    BACK_ID,
+    EOS_ID,
+    NODE_NAMES,
+    VOCABULARY,
+    StarGraph,
+    arm_choices,
+    render,
+)
+from loopfix.lab.train import build_model, make_batch, visited_mass
 from loopfix.scan.stats import mean_interval, paired_t_test, student_t_two_sided_p
 
 runner = CliRunner()
@@ -144,3 +160,100 @@ def test_the_interval_and_the_paired_test_on_known_answers() -> None:
     assert student_t_two_sided_p(1.0, 1) == pytest.approx(0.5, abs=1e-12)
     assert student_t_two_sided_p(1.0, 2) == pytest.approx(1 - 1 / math.sqrt(3), abs=1e-12)
     assert student_t_two_sided_p(0.0, 5) == 1.0
+
+
+def test_a_plan_written_before_a_training_field_existed_still_resumes(tmp_path: Path) -> None:
+    first = tiny_run("curriculum", tmp_path)
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    for arm in plan["arms"].values():
+        del arm["attention_decay_steps"]  # as an older loopfix wrote it
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    assert tiny_run("curriculum", tmp_path) == first
+
+
+def test_the_curriculum_stages_split_the_steps_and_mask_repeated_excursions() -> None:
+    config = TrainConfig(steps=9, curriculum_strict=1 / 3, curriculum_relaxed=1 / 3)
+    assert [stage_at(config, step) for step in range(9)] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert {stage_at(TrainConfig(steps=9), step) for step in range(9)} == {3}
+    with pytest.raises(ValueError, match="at most 1"):
+        TrainConfig(curriculum_strict=0.6, curriculum_relaxed=0.5)
+    # root 0; arm 1 2, arm 1 again (a repeat, through its `back 0`), arm 3, then the target 5 6
+    walk = [0, 1, BACK_ID, 0, 1, 2, BACK_ID, 0, 3, BACK_ID, 0, 5, 6, EOS_ID]
+    repeated = [False] * 4 + [True] * 4 + [False] * 6
+    assert repeated_excursions(walk) == repeated
+    assert loss_mask(walk, 3) == [True] * 14
+    assert loss_mask(walk, 2) == [not r for r in repeated]
+    assert loss_mask(walk, 1) == [False] * 14  # a walk with a repeat carries no loss at all
+    assert loss_mask([0, 1, BACK_ID, 0, 5, 6, EOS_ID], 1) == [True] * 7
+    # a looping walk (no EOS, cut mid-excursion) marks every repeat after the first entry
+    assert repeated_excursions([0, 1, BACK_ID, 0, 1, BACK_ID, 0, 1]) == [False] * 4 + [True] * 4
+
+
+def test_a_curriculum_batch_carries_loss_only_where_the_stage_allows() -> None:
+    config = TrainConfig(batch_size=32, loop_fraction=0.0)
+    full, strict = (make_batch(random.Random(4), config, 0, stage=s) for s in (3, 1))
+    assert torch.equal(full.ids, strict.ids)  # the same walks, only the loss differs
+    dropped = (strict.labels == -100).all(1) & ~(full.labels == -100).all(1)
+    assert 0 < int(dropped.sum()) < 32  # some walks re-enter an arm, others never do
+    kept = ~dropped
+    assert torch.equal(full.labels[kept], strict.labels[kept])
+
+
+def test_the_deloop_step_is_loopfix_clean_on_the_rendered_walk() -> None:
+    # a walk that repeats the excursion `1 2 back 0` verbatim to 48 tokens, as a looping teacher
+    walk = [0, 3, BACK_ID, 0] + [1, 2, BACK_ID, 0] * 11
+    text = render(walk)
+    verdict = detect_text(text)
+    assert verdict.looping
+    cut = deloop_walk(walk, "cut")
+    assert cut is not None and render(cut) == cut_text(text, verdict).strip()
+    assert 4 < len(cut) < 20 and cut == walk[: len(cut)]
+    assert deloop_walk(walk, "drop") is None and deloop_walk(walk, "none") == walk
+    clean = [0, 1, 2, BACK_ID, 0, 3, BACK_ID, 0, 5, 6, EOS_ID]
+    assert deloop_walk(clean, "drop") == clean == deloop_walk(clean, "cut")
+    config = TrainConfig(batch_size=16, loop_fraction=0.0, deloop="drop")
+    batch = make_batch(random.Random(1), config, 4, random.Random(2))  # 4 looping walks
+    rows_without_loss = int((batch.labels == -100).all(1).sum())
+    assert rows_without_loss == batch.delooped and 0 < batch.delooped <= 4
+
+
+def test_recent_bias_counts_steps_over_visible_keys() -> None:
+    low = torch.finfo(torch.float32).min
+    # one query row over 6 keys: key 1 is padding inside the cache, the query is at key 5
+    mask = torch.tensor([[[[0.0, low, 0.0, 0.0, 0.0, 0.0]]]])
+    bias = recent_bias(mask, steps=2, factor=0.25)
+    expected = torch.tensor([0.0, 0.0, 0.0, 1.0, 1.0, 0.0]) * math.log(0.25)
+    assert torch.allclose(bias[0, 0, 0], expected)
+    # four steps back reach past the padding to key 0; the padding itself gets no bias
+    wider = recent_bias(mask, steps=4, factor=0.25)[0, 0, 0]
+    assert torch.allclose(wider, torch.tensor([1.0, 0, 1, 1, 1, 0]) * math.log(0.25))
+
+
+def test_decayed_attention_multiplies_recent_weights_and_survives_cache_and_reload(
+    tmp_path: Path,
+) -> None:
+    config = TrainConfig(layers=1, attention_decay_steps=2, attention_decay_factor=0.5)
+    torch.manual_seed(0)
+    model = build_model(config).eval()
+    plain = build_model(TrainConfig(layers=1)).eval()
+    plain.load_state_dict(model.state_dict())
+    ids = torch.tensor([[5, 9, 14, 3, 7, 21]])
+    with torch.no_grad():
+        decayed_weights = model(ids, output_attentions=True).attentions[0]
+        plain.set_attn_implementation("eager")
+        plain_weights = plain(ids, output_attentions=True).attentions[0]
+    # the last query: weights on keys 3 and 4 halved, then the row renormalised
+    scaled = plain_weights[0, :, -1] * torch.tensor([1, 1, 1, 0.5, 0.5, 1])
+    assert torch.allclose(
+        decayed_weights[0, :, -1], scaled / scaled.sum(-1, keepdim=True), atol=1e-6
+    )
+    with torch.no_grad():
+        whole = model(ids).logits[0, -1]
+        prefix = model(ids[:, :-1], use_cache=True)
+        step = model(ids[:, -1:], cache=prefix.past_key_values).logits[0, -1]
+    assert torch.allclose(whole, step, atol=1e-5)
+    model.save_pretrained(tmp_path)
+    reloaded = LlamaForCausalLM.from_pretrained(tmp_path).eval()
+    use_attention_decay(reloaded)
+    with torch.no_grad():
+        assert torch.allclose(reloaded(ids).logits[0, -1], whole, atol=1e-5)

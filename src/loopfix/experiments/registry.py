@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from loopfix.experiments import batch, loop_data, margin, precision
+from loopfix.experiments import (
+    attention_decay,
+    batch,
+    curriculum,
+    deloop_distill,
+    loop_data,
+    margin,
+    precision,
+)
 from loopfix.experiments.base import Experiment, ExperimentError
 
 __all__ = ["EXPERIMENTS", "experiment_named"]
 
 EXPERIMENTS: dict[str, Experiment] = {
-    module.EXPERIMENT.name: module.EXPERIMENT for module in (loop_data, margin, batch, precision)
+    module.EXPERIMENT.name: module.EXPERIMENT
+    for module in (
+        loop_data,
+        margin,
+        batch,
+        precision,
+        curriculum,
+        deloop_distill,
+        attention_decay,
+    )
 }
 
 

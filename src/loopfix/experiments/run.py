@@ -39,11 +39,22 @@ def plan_of(config: ExperimentConfig) -> dict[str, Any]:
     }
 
 
+def _with_defaults(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with every arm's training config completed by today's defaults, so a run
+    planned before a `TrainConfig` field existed still resumes (the field held its default)."""
+    from loopfix.lab.config import TrainConfig
+
+    arms = {
+        name: TrainConfig.model_validate(arm).model_dump() for name, arm in plan["arms"].items()
+    }
+    return {**plan, "arms": arms}
+
+
 def claim_out(out: Path, plan: dict[str, Any]) -> None:
     """Write the plan into OUT, or check that the one already there is the same."""
     path = out / "plan.json"
     if path.is_file():
-        if json.loads(path.read_text()) != plan:
+        if _with_defaults(json.loads(path.read_text())) != plan:
             raise ExperimentError(
                 f"--out: {out} holds another experiment plan (plan.json differs); "
                 "use a new --out or the same settings"

@@ -6,14 +6,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS
 
-__all__ = ["EVAL_SEED", "PRECISIONS", "VARIANTS", "LabEvalConfig", "Precision", "TrainConfig"]
+__all__ = [
+    "EVAL_SEED",
+    "PRECISIONS",
+    "VARIANTS",
+    "Deloop",
+    "LabEvalConfig",
+    "Precision",
+    "TrainConfig",
+]
 
 Precision = Literal["fp32", "bf16-amp", "fp16-amp", "fp16"]
+Deloop = Literal["none", "drop", "cut"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16-amp", "fp16-amp", "fp16")
 
 
@@ -55,8 +64,42 @@ class TrainConfig(BaseModel):
         description="fp32; bf16-amp / fp16-amp: autocast over fp32 weights (fp16 with loss "
         "scaling); fp16: weights, gradients and optimizer state in fp16, no scaling",
     )
+    curriculum_strict: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="curriculum stage 1, as a share of steps: loss only on walks that never "
+        "re-enter an explored arm",
+    )
+    curriculum_relaxed: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="curriculum stage 2, as a share of steps: every walk, no loss on the "
+        "excursions that re-enter an explored arm (then the full task)",
+    )
+    deloop: Deloop = Field(
+        "none",
+        description="teacher walks through `loopfix clean`'s de-looping: drop (no loss on a "
+        "looping walk) or cut (after one copy of its unit)",
+    )
+    attention_decay_steps: int = Field(
+        0,
+        ge=0,
+        description="attention weights on the last n earlier positions are multiplied by "
+        "attention_decay_factor, in training and generation (0 = none)",
+    )
+    attention_decay_factor: float = Field(
+        0.5, gt=0, le=1, allow_inf_nan=False, description="the factor of attention_decay_steps"
+    )
     seed: int = Field(0, description="seed for weights and data")
     threads: int = Field(2, ge=1, description="torch CPU threads")
+
+    @model_validator(mode="after")
+    def _stages_fit(self) -> TrainConfig:
+        if self.curriculum_strict + self.curriculum_relaxed > 1:
+            raise ValueError("curriculum_strict + curriculum_relaxed: at most 1 (all steps)")
+        return self
 
 
 VARIANTS: dict[str, TrainConfig] = {

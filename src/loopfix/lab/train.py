@@ -10,8 +10,10 @@ Steps:
    another, so two configs that differ only in `loop_fraction` (or the margin, or precision)
    see the same graphs in the same order: a paired comparison.
 3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed);
-   optionally a penalty on the probability of already-visited nodes (`margin_weight`) and
-   reduced precision (`precision`).
+   optionally a penalty on the probability of already-visited nodes (`margin_weight`), reduced
+   precision (`precision`), curriculum stages that take the loss off repeated excursions
+   (`lab.curriculum`), teacher walks de-looped as `loopfix clean` would (`lab.deloop`) and a
+   decay on attention to recent positions (`lab.attention`).
 4. Save model (in fp32 whatever it trained in), tokenizer and `training.json` (config, seed,
    versions, time, tokens, FLOPs estimate) into one folder.
 """
@@ -25,13 +27,17 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from loopfix.atomic import atomic_folder, check_output_path
+from loopfix.lab.attention import DECAY_KEY, use_attention_decay
 from loopfix.lab.config import TrainConfig
+from loopfix.lab.curriculum import loss_mask, stage_at
+from loopfix.lab.deloop import deloop_walk
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
@@ -52,6 +58,11 @@ _AUTOCAST = {"bf16-amp": torch.bfloat16, "fp16-amp": torch.float16}
 def build_model(config: TrainConfig) -> torch.nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    decay = (
+        {"steps": config.attention_decay_steps, "factor": config.attention_decay_factor}
+        if config.attention_decay_steps
+        else None
+    )
     model_config = LlamaConfig(
         vocab_size=len(VOCABULARY),
         hidden_size=config.hidden_size,
@@ -65,11 +76,20 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
         pad_token_id=PAD_ID,
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
+        **({DECAY_KEY: decay} if decay else {}),
     )
     if config.precision != "fp32":
         model_config._attn_implementation = "eager"
     model = LlamaForCausalLM(model_config)
+    use_attention_decay(model)
     return model.half() if config.precision == "fp16" else model
+
+
+@dataclass(frozen=True)
+class Batch:
+    ids: torch.Tensor
+    labels: torch.Tensor  # -100 outside the walk and wherever the walk carries no loss
+    delooped: int  # walks the de-looping dropped or cut
 
 
 def make_batch(
@@ -77,11 +97,14 @@ def make_batch(
     config: TrainConfig,
     looping: int,
     loop_rng: random.Random | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Input ids and labels (-100 outside the walk) for one step; the first `looping` walks loop.
-    Every row draws its graph and clean walk from `rng`, a looping row then its looping walk
-    from `loop_rng` (`rng` when None), so `rng` advances alike whatever `looping` is."""
-    sequences, prompt_lengths = [], []
+    stage: int = 3,
+) -> Batch:
+    """One step's walks; the first `looping` of them loop. Every row draws its graph and clean
+    walk from `rng`, a looping row then its looping walk from `loop_rng` (`rng` when None), so
+    `rng` advances alike whatever `looping` is. A walk the de-looping drops stays in the batch
+    without loss, so the stream and the batch size stay those of the other arms."""
+    sequences, masks = [], []
+    delooped = 0
     for index in range(config.batch_size):
         graph = make_graph(rng, config.arms, config.depth)
         walk = teacher_walk(rng, graph, config.p_correct, config.p_backtrack)
@@ -89,16 +112,21 @@ def make_batch(
             walk, _ = looping_teacher_walk(
                 loop_rng or rng, graph, config.p_correct, config.p_backtrack, config.loop_cap
             )
+        kept = deloop_walk(walk, config.deloop)
+        delooped += kept != walk
+        walk = walk if kept is None else kept
         prompt = graph.prompt_ids()
         sequences.append(prompt + walk)
-        prompt_lengths.append(len(prompt))
+        walk_mask = [False] * len(walk) if kept is None else loss_mask(walk, stage)
+        masks.append([False] * len(prompt) + walk_mask)
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
     labels = torch.full_like(ids, -100)
-    for row, (sequence, start) in enumerate(zip(sequences, prompt_lengths, strict=True)):
+    for row, (sequence, mask) in enumerate(zip(sequences, masks, strict=True)):
         ids[row, : len(sequence)] = torch.tensor(sequence)
-        labels[row, start : len(sequence)] = ids[row, start : len(sequence)]
-    return ids, labels
+        carries = torch.tensor(mask)
+        labels[row, : len(sequence)][carries] = ids[row, : len(sequence)][carries]
+    return Batch(ids, labels, delooped)
 
 
 def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -145,7 +173,7 @@ def train(
     scaler = torch.amp.GradScaler("cpu", enabled=config.precision == "fp16-amp")
     started = time.perf_counter()
     losses: list[float] = []
-    looping_walks = tokens = 0
+    looping_walks = tokens = delooped = 0
     for step in range(config.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
@@ -154,7 +182,9 @@ def train(
             share = min(1.0, config.loop_fraction / config.loop_batch_fraction)
             looping = int(loop_rng.binomial(config.batch_size, share))
         looping_walks += looping
-        ids, labels = make_batch(data_rng, config, looping, loop_walk_rng)
+        batch = make_batch(data_rng, config, looping, loop_walk_rng, stage_at(config, step))
+        ids, labels = batch.ids, batch.labels
+        delooped += batch.delooped
         tokens += int((ids != PAD_ID).sum())
         with autocast(config):
             output = model(input_ids=ids, labels=labels)
@@ -178,6 +208,7 @@ def train(
         "first_loss": losses[0],
         "final_loss": float(np.mean(losses[-max(1, config.steps // 10) :])),
         "looping_walk_share": looping_walks / (config.steps * config.batch_size),
+        "delooped_walk_share": delooped / (config.steps * config.batch_size),
         "train_seconds": round(seconds, 1),
         "train_tokens": tokens,
         # the usual 6 x parameters x tokens (forward and backward), attention left out

@@ -32,6 +32,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.hf import HFBackend
+from loopfix.lab.attention import use_attention_decay
 from loopfix.lab.config import EVAL_SEED, LabEvalConfig, TrainConfig
 from loopfix.lab.stargraph import (
     BACK_ID,
@@ -206,7 +207,8 @@ def evaluate_testbed(
     out: Path | None = None,
 ) -> LabEvaluation:
     """`out`: keep the scan there (records, summary, report.html; resumable); None: a temporary
-    folder."""
+    folder. A testbed trained with decayed attention (`lab.attention`) generates with it."""
+    use_attention_decay(model)
     settings = settings or LabEvalConfig()
     n, seed, max_new_tokens = settings.n, settings.seed, settings.max_new_tokens
     items = testbed_suite(model, n, seed)
