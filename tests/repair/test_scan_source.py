@@ -10,14 +10,9 @@ from loopfix.models import load_model
 from loopfix.records import Sample
 from loopfix.repair import RepairConfig, RepairInputError
 from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, loop_location
-from loopfix.repair.sources.records import (
-    PairRequest,
-    ScanRecords,
-    normal_texts,
-    read_records,
-    split_prompts,
-)
+from loopfix.repair.sources.records import PairRequest, normal_texts, split_prompts
 from loopfix.repair.sources.scan import ScanSource
+from loopfix.repair.sources.scan_records import ScanRecords, read_records
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.detection import scan_detect_config
 

@@ -19,8 +19,9 @@ from loopfix.repair.sources import source_for
 from loopfix.repair.sources.base import BranchPair
 from loopfix.repair.sources.loops import Loop, loops_again
 from loopfix.repair.sources.outcome import OutcomeSource
-from loopfix.repair.sources.records import PairRequest, ScanRecords, read_records
+from loopfix.repair.sources.records import PairRequest
 from loopfix.repair.sources.rescue import RescueSource
+from loopfix.repair.sources.scan_records import ScanRecords, read_records
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
 from loopfix.stages import StageClock

@@ -26,7 +26,7 @@ from loopfix.detect import DetectConfig, LoopVerdict, detect_text
 from loopfix.guards.base import Guard, GuardParams, Row
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, Sample
-from loopfix.repair.sources.records import ScanRecords
+from loopfix.repair.sources.scan_records import ScanRecords
 from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.summary import is_loop
 
