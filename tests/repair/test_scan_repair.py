@@ -101,8 +101,8 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     # The arms are scans: re-pairing their records gives the same rescues and regressions.
     runs = [Path(verify[arm]["records"]).parent for arm in ("base", "patched")]
     assert all(len(list(SampleStore(run / "records.jsonl"))) == 50 for run in runs)
-    overall = compare_runs(*runs)["overall"]
-    assert (overall["rescues"], overall["regressions"]) == (
+    overall = compare_runs(*runs).overall
+    assert (overall.rescues, overall.regressions) == (
         verify["rescues"],
         verify["regressions"],
     )

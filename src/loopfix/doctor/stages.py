@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from loopfix.backends.base import Backend
 from loopfix.doctor.config import (
@@ -34,6 +33,7 @@ from loopfix.progress import Progress, ProgressFactory, line_progress
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import BUILTIN_SUITES
+from loopfix.summaries import ScanSummary
 from loopfix.urls import is_url
 
 __all__ = [
@@ -165,12 +165,13 @@ def measure_stage(
 
 
 def _measured(
-    config: DoctorConfig, testbed: bool, folder: Path, summary: dict[str, Any]
+    config: DoctorConfig, testbed: bool, folder: Path, summary: ScanSummary
 ) -> MeasureStage:
     # Nothing generated at all (every prompt over-long) is run_scan's one-line error.
     assert config.suite is not None and config.max_new_tokens is not None
-    settings = [MeasureSetting.from_summary(row) for row in summary["settings"]]
-    ran = summary["backend"]  # what ran: the dtype is the one the checkpoint loaded in
+    settings = [MeasureSetting.from_summary(row.to_json()) for row in summary.settings]
+    ran = summary.backend  # what ran: the dtype is the one the checkpoint loaded in
+    assert ran is not None  # run_scan records it
     return MeasureStage(
         config.suite,
         config.max_new_tokens,
@@ -178,8 +179,8 @@ def _measured(
         settings,
         testbed,
         config.model_dump(mode="json"),
-        ran["name"],
-        ran["dtype"],
+        ran.name,
+        ran.dtype,
     )
 
 

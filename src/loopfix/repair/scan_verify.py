@@ -49,7 +49,7 @@ class ScanOutcomes:
     folder: Path
 
     def summary(self) -> dict[str, Any]:
-        stats = setting_summary(list(self.samples))
+        stats = setting_summary(list(self.samples)).to_json()
         return {
             **{
                 key: stats[key]
@@ -112,7 +112,7 @@ class ScanPrompts:
 
     @staticmethod
     def compare(base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
-        paired = compare_samples(list(base.samples), list(other.samples))["overall"]
+        paired = compare_samples(list(base.samples), list(other.samples)).overall.to_json()
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(
             arm[s.prompt_id, s.sample_index].meta["outcome"]

@@ -38,6 +38,7 @@ from loopfix.records import read_samples
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
 from loopfix.scan.run import run_scan
+from loopfix.summaries import Paired, ScanSummary
 
 __all__ = [
     "RANKING",
@@ -278,29 +279,29 @@ class CompareResult:
 
 
 def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEntry:
-    summary = _read_json(run / "summary.json", {})["settings"][0]
+    summary = ScanSummary.from_json(json.loads((run / "summary.json").read_text())).settings[0]
     records = list(read_samples(run / "records.jsonl"))
     try:
-        paired = compare_samples(list(read_samples(baseline / "records.jsonl")), records)["overall"]
+        paired: Paired | None = compare_samples(
+            list(read_samples(baseline / "records.jsonl")), records
+        ).overall
     except ValueError:  # no generated pairs (every prompt over-long): nothing to compare
-        paired = dict.fromkeys(
-            ("rescues", "regressions", "mcnemar_p", "loops_removed", "loops_added")
-        )
+        paired = None
     timing = _read_json(run / "timing.json", {"tokens": 0, "seconds": 0.0})
     return GuardEntry(
         guard=spec,
         temperature=temperature,
-        n=summary["n"],
-        loop_rate=summary["loop_rate"],
-        cut_rate=summary["cut_rate"],
-        accuracy=summary["accuracy"],
-        mean_length=summary["mean_length"],
+        n=summary.n,
+        loop_rate=summary.loop_rate.value,
+        cut_rate=summary.cut_rate.value,
+        accuracy=summary.accuracy.value,
+        mean_length=summary.mean_length,
         rescues=sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
-        rescued_samples=paired["rescues"],
-        regressions=paired["regressions"],
-        mcnemar_p=paired["mcnemar_p"],
-        loops_removed=paired["loops_removed"],
-        loops_added=paired["loops_added"],
+        rescued_samples=None if paired is None else paired.rescues,
+        regressions=None if paired is None else paired.regressions,
+        mcnemar_p=None if paired is None else paired.mcnemar_p,
+        loops_removed=None if paired is None else paired.loops_removed,
+        loops_added=None if paired is None else paired.loops_added,
         tokens_per_s=timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
         run=str(run),
     )
@@ -328,7 +329,9 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
     for temperature in config.scan.temperatures:
         runs = {spec: _run_one(config, spec, temperature, engines, progress) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
-        notes = _read_json(runs[BASELINE] / "summary.json", {})["notes"]
+        notes = list(
+            ScanSummary.from_json(json.loads((runs[BASELINE] / "summary.json").read_text())).notes
+        )
     entries = _with_ranks(entries)
     result = CompareResult(
         model=config.scan.model,
