@@ -97,9 +97,7 @@ def main() -> None:
 
     # (b) guards served by the processor change every looping output.
     for spec, args in [("dry", {}), ("ngram", {}), ("rescue", {"rescue.min_span": 15})]:
-        backend = (
-            guarded if spec == "dry" else guarded.with_guards(GuardSpec.parse(spec, args))
-        )
+        backend = guarded if spec == "dry" else guarded.with_guards(GuardSpec.parse(spec, args))
         outputs = generate(backend, requests)
         unchanged = [i for i in looping if outputs[i].tokens == base[i].tokens]
         assert not unchanged, f"{spec} left looping prompts {unchanged} unchanged"
