@@ -88,7 +88,8 @@ class HFBackend(ClosedOnExit):
     """The `Backend` over local transformers: continuous batching, a generator per request.
 
     source: the model reference the weights were loaded from (a folder, hub id, `loopfix:NAME`),
-        whose files are the backend's identity; None: the model's own `name_or_path`.
+        whose files are the backend's identity; None: the model's own `name_or_path` (a model
+        built in memory has none, and then no files).
     patch: the id of a weight patch applied to the model in memory while this backend runs.
     """
 
@@ -107,7 +108,7 @@ class HFBackend(ClosedOnExit):
     ) -> None:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.capture, self.guards = capture, guards
-        self.source = source if source is not None else str(model.name_or_path)
+        self.source: str | None = source if source is not None else model.name_or_path or None
         self.patch = patch
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
         self.dtype: str | None = dtype_name(model.dtype)
@@ -145,7 +146,8 @@ class HFBackend(ClosedOnExit):
         )
 
     def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
-        return ModelIdentity(model_files(self.source, known), self.patch)
+        files = None if self.source is None else model_files(self.source, known)
+        return ModelIdentity(files, self.patch)
 
     @cached_property
     def _context(self) -> GuardContext:
