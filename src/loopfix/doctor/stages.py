@@ -94,20 +94,21 @@ def measure_backend_name(config: DoctorConfig) -> str:
 def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
     """The in-process backend of the measure stage (hf or openai), and whether the model is a
     star-graph testbed (its tokenizer is the testbed's)."""
-    if is_url(config.model):
-        from loopfix.scan.backend import open_backend
+    from loopfix.backends.open import open_backend
+    from loopfix.scan.backend import backend_spec
 
+    if is_url(config.model):
         server = ScanConfig(
             model=config.model,
             backend="openai",
             model_name=config.model_name,
             batch_size=config.batch_size,
         )
-        return open_backend(server), False
-    from loopfix.backends.hf import HFBackend
+        return open_backend(backend_spec(server)), False
+    from loopfix.backends.spec import BackendSpec
     from loopfix.lab.tokenizer import is_testbed_tokenizer
 
-    hf = HFBackend.load(config.model, batch_size=config.batch_size)
+    hf = open_backend(BackendSpec("hf", config.model, config.batch_size))
     return hf, is_testbed_tokenizer(hf.tokenizer)
 
 
@@ -155,12 +156,10 @@ def measure_stage(
             # the identity of a scan that generated nothing (none when vLLM died loading)
             (folder / "scan.json").unlink(missing_ok=True)
     backend, testbed = open_measure_backend(config)
-    try:
+    with backend:
         resolved = config.resolved(testbed)
         scan = scan_config(resolved, folder, resolved.temperatures)
         summary = run_scan(scan, backend, on_progress).summary
-    finally:
-        backend.close()
     return _measured(resolved, testbed, folder, summary)
 
 

@@ -29,12 +29,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loopfix.atomic import write_json_atomic
-from loopfix.backends.base import Backend, dtype_name
+from loopfix.backends.base import Backend
+from loopfix.backends.hf import HFBackend
+from loopfix.backends.open import open_backend
+from loopfix.backends.spec import GuardSpec
 from loopfix.backends.timed import TimedBackend
-from loopfix.guards.base import GuardContext, GuardError
-from loopfix.guards.registry import guard_names, parse_guards
+from loopfix.backends.vllm import VLLMBackend
+from loopfix.guards.base import GuardError
 from loopfix.progress import ProgressFactory
 from loopfix.records import read_samples
+from loopfix.scan.backend import backend_spec
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
 from loopfix.scan.run import run_scan
@@ -110,22 +114,21 @@ def ranked(rows: Iterable[RowT]) -> list[RowT]:
     return sorted(rows, key=lambda row: (row.get("temperature") or 0.0, answers_first(row)))
 
 
-def _check(config: CompareConfig) -> list[str]:
+def _check(config: CompareConfig) -> dict[str, GuardSpec]:
+    """Every compared guard spec as given, "none" first, each parsed and validated once."""
     if config.scan.backend not in ("hf", "vllm") or config.scan.ray_address is not None:
         raise GuardError(
             "compare runs the guards in-process: use --backend hf or vllm (a server applies "
             "its own guards; scan it with loopfix scan --backend openai)"
         )
-    guards = list(dict.fromkeys(config.guards))
-    if BASELINE not in guards:
-        guards.insert(0, BASELINE)  # everything is paired against it
+    specs = list(dict.fromkeys(config.guards))
+    if BASELINE not in specs:
+        specs.insert(0, BASELINE)  # everything is paired against it
+    guards = {spec: GuardSpec.parse(spec, config.guard_args, shared=True) for spec in specs}
     mentioned = {key.partition(".")[0] for key in config.guard_args}
-    in_specs = {name for spec in guards for name in parse_guards(spec).names}
-    unused = sorted(mentioned - in_specs)
+    unused = sorted(mentioned - {name for chain in guards.values() for name in chain.params})
     if unused:
         raise GuardError(f"--guard-arg for {', '.join(unused)}, which no compared guard uses")
-    for spec in guards:
-        _chain(spec, config.guard_args, None)
     path = Path(config.scan.out) / "compare.json"
     if path.exists() and _stored_identity(path) != config.identity():
         raise GuardError(
@@ -136,63 +139,22 @@ def _check(config: CompareConfig) -> list[str]:
     return guards
 
 
-def _chain(spec: str, guard_args: dict[str, Any], context: GuardContext | None) -> Any:
-    return parse_guards(spec, _own_args(spec, guard_args), context)
-
-
-def _own_args(spec: str, guard_args: dict[str, Any]) -> dict[str, Any]:
-    names = set(guard_names(spec))
-    return {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
-
-
 class _Engines:
-    """The loaded model, and a backend for one guard spec over it."""
+    """The weights, loaded once, and a backend over them for each compared guard spec."""
 
-    def __init__(self, config: CompareConfig) -> None:
+    def __init__(self, config: CompareConfig, guards: dict[str, GuardSpec]) -> None:
         scan = config.scan
-        self.config = config
-        if scan.backend == "vllm":
-            from loopfix.backends.vllm import VLLMBackend
-
-            # One engine for every guard: it carries the processor, requests carry the guards.
-            self.vllm = VLLMBackend.load(
-                scan.model,
-                batch_size=scan.batch_size,
-                dtype=scan.dtype,
-                processor=True,
-                trust_remote_code=scan.trust_remote_code,
-            )
-        else:
-            from loopfix.models import load_model
-
-            self.model, self.tokenizer = load_model(
-                scan.model,
-                device=scan.device,
-                dtype=scan.dtype,
-                trust_remote_code=scan.trust_remote_code,
-            )
+        # vLLM: one engine for every guard; it carries the processor, requests carry the guards.
+        loaded = open_backend(backend_spec(scan, processor=scan.backend == "vllm"))
+        assert isinstance(loaded, HFBackend | VLLMBackend)  # `_check` refused the others
+        self.loaded, self.guards = loaded, guards
 
     def ran_on(self) -> dict[str, str | None]:
         """The engine and the dtype it actually runs in: what a result may be compared with."""
-        if self.config.scan.backend == "vllm":
-            return {"name": "vllm", "dtype": self.vllm.dtype}
-        return {"name": "hf", "dtype": dtype_name(self.model.dtype)}
+        return {"name": self.loaded.name, "dtype": self.loaded.dtype}
 
     def backend(self, spec: str) -> Backend:
-        args = self.config.guard_args
-        if self.config.scan.backend == "vllm":
-            from loopfix.backends.vllm import VLLMBackend
-
-            return VLLMBackend(self.vllm.llm, self.vllm.batch_size, spec, _own_args(spec, args))
-        from loopfix.backends.hf import HFBackend
-
-        context = GuardContext.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
-        return HFBackend(
-            self.model,
-            self.tokenizer,
-            self.config.scan.batch_size,
-            build_chain=lambda: _chain(spec, args, context),
-        )
+        return self.loaded.with_guards(self.guards[spec])
 
 
 def _run_one(
@@ -323,7 +285,7 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
     from loopfix.report.guard_comparison import write_compare_report
 
     guards = _check(config)
-    engines = _Engines(config)
+    engines = _Engines(config, guards)
     entries = []
     notes: list[str] = []
     for temperature in config.scan.temperatures:

@@ -3,8 +3,9 @@
 Steps:
 1. Load the suite; refuse a run directory that holds another configuration, suite content or
    model files, or records without an identity.
-2. Open the backend; record the run's identity (scan.json; a hub model's files, downloaded now,
-   join it), so a model that fails to load leaves nothing behind.
+2. Open the backend; refuse weights other than the stored ones, and record the run's identity
+   with the backend's (scan.json: its model's files, a hub model's downloaded now, and the id of
+   a patch applied in memory), so a model that fails to load leaves nothing behind.
 3. Render each prompt once; with no cap given, take what fits the model (`cap.py`); flag the
    prompts that do not fit its context (never truncated).
 4. For each decode setting, hand the backend every chunk that still lacks a record; judge each
@@ -22,11 +23,12 @@ from typing import Any
 
 from loopfix.atomic import check_output_path, write_json_atomic
 from loopfix.backends.base import Backend, Request
+from loopfix.backends.open import open_backend
 from loopfix.detect import DetectConfig
 from loopfix.progress import Progress
 from loopfix.records import DecodeSettings, Sample, SampleStore, read_samples
 from loopfix.report import write_report
-from loopfix.scan.backend import open_backend
+from loopfix.scan.backend import backend_spec
 from loopfix.scan.cap import Cap, fitting_cap
 from loopfix.scan.config import NothingGeneratedError, ScanConfig
 from loopfix.scan.detection import scan_detect_config
@@ -59,9 +61,8 @@ def prepare_items(
     items: list[SuiteItem], backend: Backend, config: ScanConfig
 ) -> tuple[list[PreparedItem], Cap]:
     """The rendered prompts, each flagged when it does not fit, and the cap they were fitted to."""
-    generation_cap = getattr(backend, "generation_cap", None)
     if backend.tokenizer is None:  # the server tokenizes; it rejects what does not fit
-        cap = fitting_cap(config.max_new_tokens, None, generation_cap, [])
+        cap = fitting_cap(config.max_new_tokens, None, backend.generation_cap, [])
         prepared = [
             PreparedItem(item, Request(text=item.prompt, messages=item.messages), None, False)
             for item in items
@@ -70,7 +71,7 @@ def prepare_items(
     rendered = [(item, prompt_ids(item, backend.tokenizer, config.think)) for item in items]
     limit = backend.context_length
     cap = fitting_cap(
-        config.max_new_tokens, limit, generation_cap, [len(ids) for _, ids in rendered]
+        config.max_new_tokens, limit, backend.generation_cap, [len(ids) for _, ids in rendered]
     )
     prepared = [
         PreparedItem(
@@ -184,13 +185,12 @@ def run_scan(
     check_output_path(out, folder=True)
     records = out / "records.jsonl"
     items = load_suite(config.suite, config.n, config.seed)
-    identity = check_run_identity(
-        config, items, out, records.exists() and records.stat().st_size > 0
-    )
+    stored = check_run_identity(config, items, out, records.exists() and records.stat().st_size > 0)
     own_backend = backend is None
-    backend = backend or open_backend(config)
     try:
-        record_run_identity(config, out, identity)
+        if backend is None:
+            backend = open_backend(backend_spec(config))
+        record_run_identity(config, items, out, backend, stored)
         warnings = scan_warnings(config, backend)
         prepared, cap = prepare_items(items, backend, config)
         notes = [] if config.max_new_tokens is not None else [cap.note()]
@@ -215,7 +215,7 @@ def run_scan(
                     backend, store, todo, done, detect_config, on_progress
                 )
     finally:
-        if own_backend:
+        if own_backend and backend is not None:
             backend.close()
     summary = write_outputs(out, config, warnings, backend, notes)
     _check_generated(summary, cap, prepared)
