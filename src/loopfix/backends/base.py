@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from loopfix.errors import LoopfixError
+from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
 
 __all__ = ["Backend", "BackendError", "Generation", "Request"]
@@ -70,7 +71,7 @@ class Generation:
     top1: list[float] | None = None
     entropy: list[float] | None = None
     error: str | None = None
-    guards: dict[str, Any] | None = None
+    guards: GuardRecord | None = None
     token_count: int | None = None
     stop: str | None = None
 

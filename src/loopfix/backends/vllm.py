@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopfix.backends.base import BackendError, Generation, Request, dtype_name
+from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
 
 if TYPE_CHECKING:
@@ -157,13 +158,13 @@ class VLLMBackend:
                 )
                 yield start + offset, generation
 
-    def _record(self, tokens: list[int], reason: FinishReason) -> dict[str, Any] | None:
+    def _record(self, tokens: list[int], reason: FinishReason) -> GuardRecord | None:
         """What the guards did, as far as vLLM tells: the spec, and where `cut` stopped."""
         from loopfix.guards.vllm import cut_record
 
         if self.guards.spec == "none":
             return None
-        record: dict[str, Any] = {"guards": self.guards.spec}
+        record: GuardRecord = {"guards": self.guards.spec}
         repetition = self.guards.repetition_detection
         if reason == "repetition" and repetition is not None:
             record["cut"] = cut_record(tokens, repetition)
