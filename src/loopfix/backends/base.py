@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import JsonValue
-
 from loopfix.backends.identity import ModelFile, ModelIdentity
 from loopfix.errors import LoopfixError
+from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
 
 __all__ = ["Backend", "BackendError", "ClosedOnExit", "Generation", "Request"]
@@ -76,7 +75,7 @@ class Generation:
     top1: list[float] | None = None
     entropy: list[float] | None = None
     error: str | None = None
-    guards: dict[str, JsonValue] | None = None
+    guards: GuardRecord | None = None
     token_count: int | None = None
     stop: str | None = None
 

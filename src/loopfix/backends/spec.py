@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import JsonValue
-
 if TYPE_CHECKING:
-    from loopfix.guards.base import GuardContext, GuardParams
+    from loopfix.guards.base import GuardArg, GuardContext, GuardParams
     from loopfix.guards.chain import GuardChain
 
 __all__ = [
@@ -40,7 +38,7 @@ class GuardSpec:
     """
 
     params: Mapping[str, GuardParams] = field(default_factory=dict)
-    args: Mapping[str, JsonValue] = field(default_factory=dict)
+    args: Mapping[str, GuardArg] = field(default_factory=dict)
 
     @property
     def spec(self) -> str:
@@ -49,7 +47,7 @@ class GuardSpec:
 
     @classmethod
     def parse(
-        cls, spec: str, guard_args: Mapping[str, JsonValue] | None = None, *, shared: bool = False
+        cls, spec: str, guard_args: Mapping[str, GuardArg] | None = None, *, shared: bool = False
     ) -> GuardSpec:
         """`spec` ("rescue+dry") with `guard_args` ("guard.parameter" -> value); a GuardError
         names any unknown guard or bad parameter. shared: `guard_args` may hold arguments of

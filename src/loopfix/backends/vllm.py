@@ -18,11 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue
-
 from loopfix.backends.base import BackendError, ClosedOnExit, Generation, Request, dtype_name
 from loopfix.backends.identity import ModelFile, ModelIdentity, model_files
 from loopfix.backends.spec import NO_GUARDS, GuardSpec
+from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
 
 if TYPE_CHECKING:
@@ -163,13 +162,13 @@ class VLLMBackend(ClosedOnExit):
                 )
                 yield start + offset, generation
 
-    def _record(self, tokens: list[int], reason: FinishReason) -> dict[str, JsonValue] | None:
+    def _record(self, tokens: list[int], reason: FinishReason) -> GuardRecord | None:
         """What the guards did, as far as vLLM tells: the spec, and where `cut` stopped."""
         from loopfix.guards.vllm import cut_record
 
         if self.guards.spec == "none":
             return None
-        record: dict[str, JsonValue] = {"guards": self.guards.spec}
+        record: GuardRecord = {"guards": self.guards.spec}
         repetition = self.guards.repetition_detection
         if reason == "repetition" and repetition is not None:
             record["cut"] = {**cut_record(tokens, repetition)}

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import torch
@@ -50,6 +50,7 @@ from loopfix.engine.kv_batch import KVBatch, mergeable
 from loopfix.engine.sampling import draw, sampler_penalties, sampler_warpers, uniforms
 from loopfix.engine.stops import Decode, stop_found
 from loopfix.guards.chain import GuardChain
+from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
 
 __all__ = ["DecodeEngine", "EngineResult", "eos_set"]
@@ -59,7 +60,7 @@ __all__ = ["DecodeEngine", "EngineResult", "eos_set"]
 class EngineResult:
     tokens: list[int]
     finish_reason: FinishReason
-    guards: dict[str, Any] | None = None  # what the chain did (rescues, cut); None: no chain
+    guards: GuardRecord | None = None  # what the chain did (rescues, cut); None: no chain
     forward_tokens: int = 0  # tokens the model ran on for this request, prefills included
     top1: list[float] | None = None
     entropy: list[float] | None = None

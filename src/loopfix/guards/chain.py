@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
 from loopfix.guards.base import Guard, GuardParams
 from loopfix.guards.cut import CutGuard
+from loopfix.guards.record import GuardRecord
 from loopfix.guards.rescue import RescueGuard
 
 __all__ = ["GuardChain"]
@@ -90,9 +90,9 @@ class GuardChain:
         """Whether a `cut` guard ended this row."""
         return any(isinstance(g, CutGuard) and g.stopped(row) for g in self.guards)
 
-    def record(self, row: int) -> dict[str, Any]:
+    def record(self, row: int) -> GuardRecord:
         """What the guards did to a row, for the sample's record (rescues, cut)."""
-        record: dict[str, Any] = {"guards": self.spec}
+        record: GuardRecord = {"guards": self.spec}
         for guard in self.guards:
             state = guard.rows.get(row)
             if state is None:
@@ -100,5 +100,5 @@ class GuardChain:
             if isinstance(guard, RescueGuard):
                 record["rescues"] = guard.rescues(row)
             if isinstance(guard, CutGuard) and state.state.cut is not None:
-                record["cut"] = dict(state.state.cut)
+                record["cut"] = state.state.cut.copy()
         return record

@@ -12,6 +12,7 @@ import torch
 
 from loopfix.detect import LoopMonitor
 from loopfix.guards.base import Guard, Row
+from loopfix.guards.record import CutRecord
 from loopfix.guards.watch import WatchParams, new_monitor
 
 __all__ = ["CutGuard", "CutParams"]
@@ -24,7 +25,7 @@ class CutParams(WatchParams):
 @dataclass
 class CutState:
     monitor: LoopMonitor
-    cut: dict[str, int] | None = None  # {"position", "period"} of the loop that ended the row
+    cut: CutRecord | None = None  # the loop that ended the row
 
 
 class CutGuard(Guard):

@@ -9,7 +9,7 @@ left-padded: leading pad tokens are stripped before the chain sees a prompt.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import torch
 from transformers import (
@@ -19,7 +19,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from loopfix.guards.base import GuardContext, GuardError
+from loopfix.guards.base import GuardArg, GuardContext, GuardError
 from loopfix.guards.chain import GuardChain
 from loopfix.guards.registry import parse_guards
 from loopfix.guards.rescue import RescueGuard
@@ -105,15 +105,22 @@ class GuardStoppingCriteria(StoppingCriteria):
         )
 
 
+class GenerateGuards(TypedDict):
+    """The keyword arguments of `model.generate` that run a guard chain."""
+
+    logits_processor: LogitsProcessorList
+    stopping_criteria: StoppingCriteriaList
+
+
 def guard_processor(
     spec: str,
     tokenizer: Any,
-    guard_args: Mapping[str, Any] | None = None,
+    guard_args: Mapping[str, GuardArg] | None = None,
     *,
     temperature: float = 0.0,
     seed: int = 0,
     vocab_size: int | None = None,
-) -> dict[str, Any]:
+) -> GenerateGuards:
     """The keyword arguments that run guard `spec` ("dry", "rescue+dry") inside one
     `model.generate` call: `model.generate(**inputs, **guard_processor("dry", tokenizer))`.
 

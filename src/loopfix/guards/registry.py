@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from pydantic import ValidationError
 
 from loopfix.guards.adaptive_temp import AdaptiveTempGuard
-from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams
+from loopfix.guards.base import Guard, GuardArg, GuardContext, GuardError, GuardParams
 from loopfix.guards.chain import GuardChain
 from loopfix.guards.cut import CutGuard
 from loopfix.guards.dry import DryGuard
@@ -68,7 +67,7 @@ def guard_names(spec: str) -> list[str]:
     return [name for name in GUARDS if name in names]
 
 
-def validate_params(name: str, args: Mapping[str, Any]) -> GuardParams:
+def validate_params(name: str, args: Mapping[str, GuardArg]) -> GuardParams:
     """The parameters of guard `name` from `args`; a GuardError names any bad one."""
     if name not in GUARDS:
         raise GuardError(f"unknown guard {name!r}; known guards: {', '.join(GUARDS)}")
@@ -87,9 +86,9 @@ def validate_params(name: str, args: Mapping[str, Any]) -> GuardParams:
         ) from None
 
 
-def split_guard_args(guard_args: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def split_guard_args(guard_args: Mapping[str, GuardArg]) -> dict[str, dict[str, GuardArg]]:
     """{"dry.multiplier": 0.8} -> {"dry": {"multiplier": 0.8}}."""
-    split: dict[str, dict[str, Any]] = {}
+    split: dict[str, dict[str, GuardArg]] = {}
     for key, value in guard_args.items():
         name, dot, parameter = key.partition(".")
         if not dot or not parameter:
@@ -98,12 +97,12 @@ def split_guard_args(guard_args: Mapping[str, Any]) -> dict[str, dict[str, Any]]
     return split
 
 
-def parse_guard_args(items: Iterable[str]) -> dict[str, Any]:
+def parse_guard_args(items: Iterable[str]) -> dict[str, GuardArg]:
     """CLI pairs ["dry.multiplier=0.8", "dry.breakers=[\\"\\\\n\\"]"] -> {key: value}.
 
     Values are JSON when they parse as JSON, else plain strings.
     """
-    parsed: dict[str, Any] = {}
+    parsed: dict[str, GuardArg] = {}
     for item in items:
         key, equals, text = item.partition("=")
         if not equals:
@@ -116,8 +115,8 @@ def parse_guard_args(items: Iterable[str]) -> dict[str, Any]:
 
 
 def spec_args(
-    spec: str, guard_args: Mapping[str, Any] | None
-) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    spec: str, guard_args: Mapping[str, GuardArg] | None
+) -> tuple[list[str], dict[str, dict[str, GuardArg]]]:
     """The guards `spec` names and `guard_args` split by guard; an argument for a guard the spec
     does not name is a GuardError (a typo must not be a silent default)."""
     names = guard_names(spec)
@@ -133,7 +132,7 @@ def spec_args(
 
 def parse_guards(
     spec: str,
-    guard_args: Mapping[str, Any] | None = None,
+    guard_args: Mapping[str, GuardArg] | None = None,
     context: GuardContext | None = None,
     *,
     rollback: bool = True,

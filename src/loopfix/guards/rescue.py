@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from pydantic import Field
 
 from loopfix.detect import LoopMonitor
 from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
+from loopfix.guards.record import RescueRecord
 from loopfix.guards.temperature import keep_only_, retemper_
 from loopfix.guards.watch import WatchParams, new_monitor
 
@@ -75,7 +76,7 @@ class RescueState:
     thinking: bool = False
     escaping: bool = False  # force `</think>` at the next step
     bans: dict[int, set[int]] = field(default_factory=dict)  # output position -> banned tokens
-    rescues: list[dict[str, int]] = field(default_factory=list)
+    rescues: list[RescueRecord] = field(default_factory=list)
     confidence: list[float] = field(default_factory=list)  # top-1 probability per position
     pending: int | None = None  # output length to roll back to
     bumped: int = 0
@@ -174,7 +175,7 @@ class RescueGuard(Guard):
             if row.state.pending is not None
         }
 
-    def rescues(self, row: int) -> list[dict[str, Any]]:
+    def rescues(self, row: int) -> list[RescueRecord]:
         return list(self.rows[row].state.rescues)
 
     def adjust(self, row: Row, logits: torch.Tensor) -> None:

@@ -26,14 +26,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from vllm.sampling_params import RepetitionDetectionParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams
+from loopfix.guards.base import Guard, GuardArg, GuardContext, GuardError, GuardParams
 from loopfix.guards.cut import CutGuard, CutParams
+from loopfix.guards.record import CutRecord
 from loopfix.guards.registry import (
     GUARDS,
     guard_names,
@@ -71,18 +72,18 @@ class VLLMGuards:
     """
 
     spec: str
-    extra_args: dict[str, Any] | None
+    extra_args: dict[str, GuardArg] | None
     repetition_detection: RepetitionDetectionParams | None
 
 
-def vllm_guards(spec: str, guard_args: Mapping[str, Any] | None = None) -> VLLMGuards:
+def vllm_guards(spec: str, guard_args: Mapping[str, GuardArg] | None = None) -> VLLMGuards:
     """Validate `spec` and `guard_args` ("guard.parameter" -> value) and map them onto vLLM.
 
     Every mistake is a GuardError that names the guard and the parameter.
     """
     names, by_guard = spec_args(spec, guard_args)
     served = [name for name in names if name != CutGuard.name]
-    extra_args = None
+    extra_args: dict[str, GuardArg] | None = None
     if served:
         extra_args = {GUARDS_KEY: "+".join(served)}
         for name in served:
@@ -117,7 +118,7 @@ def repetition_detection(params: CutParams) -> RepetitionDetectionParams:
     )
 
 
-def cut_record(tokens: Sequence[int], repetition: RepetitionDetectionParams) -> dict[str, int]:
+def cut_record(tokens: Sequence[int], repetition: RepetitionDetectionParams) -> CutRecord:
     """{"position", "period"} of the repeat vLLM stopped on (as the HF `cut` records it).
 
     period: the smallest period of the stopping run (period 0: no run of `repetition`'s shape
@@ -136,8 +137,9 @@ def cut_record(tokens: Sequence[int], repetition: RepetitionDetectionParams) -> 
     return {"position": len(output), "period": 0}
 
 
-def request_guards(extra_args: dict[str, Any] | None) -> dict[str, GuardParams]:
-    """The guards a request asks for, with their validated parameters ({} when none)."""
+def request_guards(extra_args: Mapping[str, GuardArg] | None) -> dict[str, GuardParams]:
+    """The guards a request's `extra_args` ask for, with their validated parameters ({} when
+    none); keys that name no guard belong to others and are left alone."""
     extra = extra_args or {}
     spec = extra.get(GUARDS_KEY)
     if spec is None:
@@ -224,7 +226,7 @@ class LoopfixLogitsProcessor(LogitsProcessor):
         return logits
 
 
-def _move(table: dict[int, Any], source: int, target: int, swap: bool) -> None:
+def _move(table: dict[int, tuple[list[int], int]], source: int, target: int, swap: bool) -> None:
     first, second = table.pop(source, None), table.pop(target, None)
     if first is not None:
         table[target] = first

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from loopfix.guards.base import GuardArg
 from loopfix.scan.config import ScanConfig
 
 __all__ = ["CompareConfig"]
@@ -21,7 +22,7 @@ class CompareConfig(BaseModel):
         min_length=1,
         description="guard specs to compare, each a chain like 'rescue+dry'",
     )
-    guard_args: dict[str, JsonValue] = Field({}, description="'guard.parameter' -> value")
+    guard_args: dict[str, GuardArg] = Field({}, description="'guard.parameter' -> value")
 
     def identity(self) -> dict[str, JsonValue]:
         """compare.json: what decides the runs a comparison holds."""

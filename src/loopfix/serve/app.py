@@ -20,7 +20,7 @@ import secrets
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import cast
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -34,6 +34,7 @@ from loopfix.serve.assemble import assemble
 from loopfix.serve.config import RequestOptions, ServeConfig
 from loopfix.serve.exchange import CHAT_PATH, Exchange, Policy
 from loopfix.serve.metrics import ServeMetrics
+from loopfix.serve.protocol import RequestBody, StreamChunk, error_body
 from loopfix.serve.upstream import Upstream, UpstreamError
 
 log = logging.getLogger("loopfix.serve")
@@ -43,10 +44,6 @@ CLIENT_GONE = 499  # nginx's "client closed request": counted, never sent
 
 
 PROXY_FAILED = "the proxy failed on this request"
-
-
-def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def error_response(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
@@ -198,7 +195,7 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(pieces)
 
 
-def _parse(raw: bytes, config: ServeConfig) -> tuple[dict[str, Any], Policy]:
+def _parse(raw: bytes, config: ServeConfig) -> tuple[RequestBody, Policy]:
     """The body without its `loopfix` field, and the policy it asks for; ValueError if bad."""
     try:
         body = json.loads(raw)
@@ -218,7 +215,8 @@ def _parse(raw: bytes, config: ServeConfig) -> tuple[dict[str, Any], Policy]:
         first = error.errors()[0]
         field = ".".join(str(part) for part in ("loopfix", *first["loc"]))
         raise ValueError(f"{field}: {first['msg']}") from None
-    return body, _policy(config, options)
+    # The proxy reads only the fields RequestBody names; the upstream checks them all.
+    return cast(RequestBody, body), _policy(config, options)
 
 
 async def _answer(request: Request, exchange: Exchange) -> Response:
@@ -253,11 +251,11 @@ async def _answer(request: Request, exchange: Exchange) -> Response:
     return JSONResponse(assemble(chunks, exchange.chat))
 
 
-async def _collect(request: Request, exchange: Exchange) -> list[dict[str, Any]] | None:
+async def _collect(request: Request, exchange: Exchange) -> list[StreamChunk] | None:
     """Every chunk of a non-streamed answer; None when the client hung up first, and then the
     upstream request is closed at once (nobody would read what it goes on generating)."""
 
-    async def chunks() -> list[dict[str, Any]]:
+    async def chunks() -> list[StreamChunk]:
         return [chunk async for chunk, _ in exchange.chunks()]
 
     collect = asyncio.ensure_future(chunks())

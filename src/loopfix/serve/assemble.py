@@ -3,12 +3,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
-TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "text")  # the text of a delta or choice
+from loopfix.serve.protocol import (
+    TEXT_FIELDS,
+    Completion,
+    CompletionChoice,
+    Delta,
+    Logprobs,
+    Message,
+    StreamChunk,
+    TextField,
+    ToolCall,
+)
 
 
-def _merge_logprobs(into: dict[str, Any] | None, new: Any) -> dict[str, Any] | None:
+@dataclass
+class _MergedChoice:
+    """One choice's chunks so far."""
+
+    index: int
+    texts: dict[TextField, str] = field(default_factory=dict)
+    logprobs: Logprobs | None = None
+    finish_reason: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def _merge_logprobs(into: Logprobs | None, new: Logprobs | None) -> Logprobs | None:
     if not isinstance(new, dict):
         return into
     if into is None:
@@ -16,14 +37,15 @@ def _merge_logprobs(into: dict[str, Any] | None, new: Any) -> dict[str, Any] | N
             key: list(value) if isinstance(value, list) else value for key, value in new.items()
         }
     for key, value in new.items():
-        if isinstance(value, list) and isinstance(into.get(key), list):
-            into[key].extend(value)
+        merged = into.get(key)
+        if isinstance(value, list) and isinstance(merged, list):
+            merged.extend(value)
         elif key not in into:
             into[key] = value
     return into
 
 
-def _merge_tool_calls(into: list[dict[str, Any]], calls: list[Any]) -> None:
+def _merge_tool_calls(into: list[ToolCall], calls: list[ToolCall]) -> None:
     """Tool-call deltas: one entry per `index`; names and arguments arrive in pieces."""
     for call in calls:
         if not isinstance(call, dict):
@@ -32,43 +54,39 @@ def _merge_tool_calls(into: list[dict[str, Any]], calls: list[Any]) -> None:
         while len(into) <= index:
             into.append({"function": {"name": "", "arguments": ""}})
         target = into[index]
-        for key in ("id", "type"):
-            if call.get(key):
-                target[key] = call[key]
+        if call.get("id"):
+            target["id"] = call["id"]
+        if call.get("type"):
+            target["type"] = call["type"]
         function = call.get("function") or {}
-        for key in ("name", "arguments"):
-            if function.get(key):
-                target["function"][key] += function[key]
+        merged = target["function"]
+        if function.get("name"):
+            merged["name"] += function["name"]
+        if function.get("arguments"):
+            merged["arguments"] += function["arguments"]
 
 
-def assemble(chunks: list[dict[str, Any]], chat: bool) -> dict[str, Any]:
+def assemble(chunks: list[StreamChunk], chat: bool) -> Completion:
     """Merge chunks into a `chat.completion` or `text_completion` response."""
-    first = chunks[0] if chunks else {}
-    choices: dict[int, dict[str, Any]] = {}
+    first: StreamChunk = chunks[0] if chunks else {}
+    choices: dict[int, _MergedChoice] = {}
     usage = None
     for chunk in chunks:
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices") or []:
             index = int(choice.get("index", 0))
-            merged = choices.setdefault(
-                index,
-                {
-                    "index": index,
-                    "texts": {},
-                    "logprobs": None,
-                    "finish_reason": None,
-                    "tool_calls": [],
-                },
-            )
-            delta = (choice.get("delta") or {}) if chat else {"text": choice.get("text")}
+            merged = choices.setdefault(index, _MergedChoice(index))
+            delta: Delta = (choice.get("delta") or {}) if chat else {"text": choice.get("text")}
             for name in TEXT_FIELDS:
-                if isinstance(delta.get(name), str):
-                    merged["texts"][name] = merged["texts"].get(name, "") + delta[name]
-            if chat and isinstance(delta.get("tool_calls"), list):
-                _merge_tool_calls(merged["tool_calls"], delta["tool_calls"])
-            merged["logprobs"] = _merge_logprobs(merged["logprobs"], choice.get("logprobs"))
-            merged["finish_reason"] = choice.get("finish_reason") or merged["finish_reason"]
-    response: dict[str, Any] = {
+                text = delta.get(name)
+                if isinstance(text, str):
+                    merged.texts[name] = merged.texts.get(name, "") + text
+            calls = delta.get("tool_calls")
+            if chat and isinstance(calls, list):
+                _merge_tool_calls(merged.tool_calls, calls)
+            merged.logprobs = _merge_logprobs(merged.logprobs, choice.get("logprobs"))
+            merged.finish_reason = choice.get("finish_reason") or merged.finish_reason
+    response: Completion = {
         "id": first.get("id", "loopfix"),
         "object": "chat.completion" if chat else "text_completion",
         "created": first.get("created", 0),
@@ -80,15 +98,25 @@ def assemble(chunks: list[dict[str, Any]], chat: bool) -> dict[str, Any]:
     return response
 
 
-def _choice(merged: dict[str, Any], chat: bool) -> dict[str, Any]:
-    texts = merged["texts"]
-    common = {"logprobs": merged["logprobs"], "finish_reason": merged["finish_reason"]}
+def _choice(merged: _MergedChoice, chat: bool) -> CompletionChoice:
+    texts = merged.texts
     if not chat:
-        return {"index": merged["index"], "text": texts.get("text", ""), **common}
-    message: dict[str, Any] = {"role": "assistant", "content": texts.get("content")}
-    for name in ("reasoning_content", "reasoning"):
-        if name in texts:
-            message[name] = texts[name]
-    if merged["tool_calls"]:
-        message["tool_calls"] = merged["tool_calls"]
-    return {"index": merged["index"], "message": message, **common}
+        return {
+            "index": merged.index,
+            "text": texts.get("text", ""),
+            "logprobs": merged.logprobs,
+            "finish_reason": merged.finish_reason,
+        }
+    message: Message = {"role": "assistant", "content": texts.get("content")}
+    if "reasoning_content" in texts:
+        message["reasoning_content"] = texts["reasoning_content"]
+    if "reasoning" in texts:
+        message["reasoning"] = texts["reasoning"]
+    if merged.tool_calls:
+        message["tool_calls"] = merged.tool_calls
+    return {
+        "index": merged.index,
+        "message": message,
+        "logprobs": merged.logprobs,
+        "finish_reason": merged.finish_reason,
+    }

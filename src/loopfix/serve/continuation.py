@@ -13,12 +13,19 @@ its `/tokenize`), `n` is 1, and `max_tokens` is what the original request had le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 from loopfix.serve.config import ServeConfig
+from loopfix.serve.protocol import PartName, RequestBody
 
 if TYPE_CHECKING:
     from loopfix.serve.upstream import Upstream
+
+
+_TOKEN_LIMITS: tuple[Literal["max_tokens", "max_completion_tokens"], ...] = (
+    "max_tokens",
+    "max_completion_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Continuation:
     """A choice to continue: the part whose loop was cut, the text of the repeat's first token
     (with its leading whitespace), and whether the reasoning is to be ended (think-escape)."""
 
-    part: str
+    part: PartName
     banned: str
     escape: bool
 
@@ -38,7 +45,7 @@ def in_open_reasoning(text: str, config: ServeConfig) -> bool:
 
 
 def _prefix(
-    texts: dict[str, str], prompt: str | None, plan: Continuation, config: ServeConfig
+    texts: dict[PartName, str], prompt: str | None, plan: Continuation, config: ServeConfig
 ) -> str:
     """The text the continuation starts from: the choice's answer so far, as the model wrote it."""
     if prompt is not None:
@@ -60,14 +67,14 @@ def _first_new_token(before: list[int], after: list[int]) -> int:
 
 
 async def continuation_body(
-    request: dict[str, Any],
+    request: RequestBody,
     plan: Continuation,
-    texts: dict[str, str],
+    texts: dict[PartName, str],
     *,
     prompt: str | None,
     config: ServeConfig,
     upstream: Upstream,
-) -> dict[str, Any]:
+) -> RequestBody:
     """The upstream body that continues a choice of `request` (the client's body): `texts` is the
     choice's text so far per part ("reasoning", "content"), `prompt` the completions prompt it
     answers (None for chat). Raises UpstreamError when /tokenize fails. It takes values, not the
@@ -76,7 +83,8 @@ async def continuation_body(
     prefix = _prefix(texts, prompt, plan, config)
     if plan.escape and not chat:
         prefix += config.think_end
-    body = {key: value for key, value in request.items() if key != "stream_options"}
+    body = request.copy()
+    body.pop("stream_options", None)
     body["n"] = 1
     model = body.get("model")
     prompt_length = 0 if prompt is None else len(prompt)
@@ -93,8 +101,9 @@ async def continuation_body(
     else:
         body["prompt"] = prefix
         body["echo"] = False
-    for limit in ("max_tokens", "max_completion_tokens"):
-        if isinstance(body.get(limit), int):
+    for limit in _TOKEN_LIMITS:
+        left = body.get(limit)
+        if isinstance(left, int):
             # What the original request had left: the resent answer counts as generated.
-            body[limit] = max(1, body[limit] - len(prefix_ids))
+            body[limit] = max(1, left - len(prefix_ids))
     return body

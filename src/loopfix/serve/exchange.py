@@ -29,33 +29,43 @@ import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from loopfix.serve.config import Action, ServeConfig
 from loopfix.serve.continuation import Continuation, continuation_body, in_open_reasoning
 from loopfix.serve.cut_point import at_sentence_end, banned_piece, tokens_within
 from loopfix.serve.metrics import ServeMetrics
+from loopfix.serve.protocol import (
+    Delta,
+    Logprobs,
+    PartName,
+    RequestBody,
+    StreamChoice,
+    StreamChunk,
+    TextField,
+    Usage,
+    envelope,
+)
 from loopfix.serve.upstream import Upstream, UpstreamError, UpstreamStream
 from loopfix.serve.watch import Detection, PartWatcher
 
-# Upstream text fields and the part each belongs to; vLLM renamed reasoning_content to reasoning.
-PART_OF_FIELD = {
+# Upstream text fields (in the order they are fed) and the part each belongs to.
+PART_OF_FIELD: dict[TextField, PartName] = {
     "content": "content",
     "text": "content",
     "reasoning_content": "reasoning",
     "reasoning": "reasoning",
 }
 CHAT_PATH = "/v1/chat/completions"
-Chunk = tuple[dict[str, Any], str]  # a chunk for the client and its JSON text
+Chunk = tuple[StreamChunk, str]  # a chunk for the client and its JSON text
 
 
 @dataclass
 class Part:
     """One watched text of one choice and how much of it the client has."""
 
-    name: str
+    name: PartName
     watcher: PartWatcher
-    fields: list[str] = field(default_factory=list)  # upstream field names it arrived under
+    fields: list[TextField] = field(default_factory=list)  # upstream fields it arrived under
     released: int = 0
     closed: bool = False
 
@@ -63,7 +73,7 @@ class Part:
 @dataclass
 class ChoiceState:
     index: int
-    parts: dict[str, Part] = field(default_factory=dict)
+    parts: dict[PartName, Part] = field(default_factory=dict)
     finish_reason: str | None = None
     awaiting: Continuation | None = None
     rescues: int = 0
@@ -84,13 +94,28 @@ class Policy:
     holdback_tokens: int
 
 
+@dataclass(frozen=True)
+class Extra:
+    """What an upstream choice carries besides its text, passed on with its first release: the
+    delta's other fields (role, tool calls) and the logprobs."""
+
+    delta: Delta
+    logprobs: Logprobs | None
+
+    def __bool__(self) -> bool:
+        return bool(self.delta) or self.logprobs is not None
+
+
+NO_EXTRA = Extra({}, None)
+
+
 class Exchange:
     """Runs one request; `chunks()` yields the client's chunks (dicts, in stream order)."""
 
     def __init__(
         self,
         path: str,
-        body: dict[str, Any],
+        body: RequestBody,
         policy: Policy,
         config: ServeConfig,
         upstream: Upstream,
@@ -104,11 +129,11 @@ class Exchange:
         self.metrics = metrics
         self.chat = path == CHAT_PATH
         self.choices: dict[int, ChoiceState] = {}
-        self.envelope: dict[str, Any] = {}
+        self.envelope: StreamChunk = {}
         self.expected_choices = _choice_count(body, self.chat)
         self.stream: UpstreamStream | None = None
         self.generated = 0  # upstream events that carried a choice's text: its tokens, on vLLM
-        self.upstream_usage: dict[str, Any] = {}  # the last usage the upstream sent
+        self.upstream_usage: Usage = {}  # the last usage the upstream sent
         self.usage_event: Chunk | None = None  # the upstream's usage chunk, held until the end
 
     async def open(self) -> None:
@@ -158,17 +183,14 @@ class Exchange:
             )
 
     # --- step 2: events -------------------------------------------------------------------
-    def _event(self, event: dict[str, Any], data: str) -> Iterator[Chunk]:
+    def _event(self, event: StreamChunk, data: str) -> Iterator[Chunk]:
         if not self.envelope:
-            self.envelope = {
-                key: event[key]
-                for key in ("id", "object", "created", "model", "system_fingerprint")
-                if key in event
-            }
+            self.envelope = envelope(event)
         choices = event.get("choices") or []
         outputs = [out for choice in choices for out in self._choice(choice, remap=None)]
-        if isinstance(event.get("usage"), dict):
-            self.upstream_usage = event["usage"]
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            self.upstream_usage = usage
         if self.policy.action == "observe":
             yield event, data  # untouched
         elif outputs:
@@ -177,19 +199,21 @@ class Exchange:
         elif not choices and "usage" in event:
             self.usage_event = event, data  # the last chunk: a continuation may come first
 
-    def _choice(self, choice: dict[str, Any], remap: tuple[int, str | None] | None) -> list[dict]:
+    def _choice(
+        self, choice: StreamChoice, remap: tuple[int, PartName | None] | None
+    ) -> list[StreamChoice]:
         """Feed one upstream choice; the client's choice outputs. `remap` = (index, part) for a
         continuation: its events belong to that choice, its text to that part (None: as sent)."""
         index = remap[0] if remap else int(choice.get("index", 0))
         state = self.choices.setdefault(index, ChoiceState(index))
         # Events are checked on arrival (upstream.event_problem): text fields are strings.
-        delta = (choice.get("delta") or {}) if self.chat else {"text": choice.get("text")}
+        delta: Delta = (choice.get("delta") or {}) if self.chat else {"text": choice.get("text")}
         if any(delta.get(name) for name in PART_OF_FIELD):
             self.generated += 1
         if state.settled:
             return []  # a stopped choice, or one that continues elsewhere
-        outputs: list[dict] = []
-        fed: dict[str, str] = {}
+        outputs: list[StreamChoice] = []
+        fed: dict[PartName, str] = {}
         for name in PART_OF_FIELD:
             text = delta.get(name)
             if not text or state.settled:
@@ -227,7 +251,7 @@ class Exchange:
             self.metrics.verdicts.labels(part.name, looping, cut_label).inc()
         return found
 
-    def _part(self, state: ChoiceState, name: str, field_name: str | None) -> Part:
+    def _part(self, state: ChoiceState, name: PartName, field_name: TextField | None) -> Part:
         """The choice's part `name`; `field_name` is the upstream field its text came under (None
         in a continuation: the part keeps the names its first text came under)."""
         part = state.parts.get(name)
@@ -241,7 +265,9 @@ class Exchange:
             part.fields.append(field_name)
         return part
 
-    def _close_part(self, state: ChoiceState, part: Part, cut: bool | None = False) -> list[dict]:
+    def _close_part(
+        self, state: ChoiceState, part: Part, cut: bool | None = False
+    ) -> list[StreamChoice]:
         """Close a part: `cut` as for `PartWatcher.finish` (a reasoning part that the answer
         follows ended by itself: False)."""
         if part.closed:
@@ -253,17 +279,17 @@ class Exchange:
             outputs += self._release(state, part, part.watcher.length)
         return outputs
 
-    def _drain(self, state: ChoiceState) -> list[dict]:
+    def _drain(self, state: ChoiceState) -> list[StreamChoice]:
         """A stream ended without finishing the choice: release what it holds (nothing is
         lost), without inventing a finish reason."""
-        outputs: list[dict] = []
+        outputs: list[StreamChoice] = []
         for part in list(state.parts.values()):
             if not state.settled and self.policy.action != "observe":
                 outputs += self._close_part(state, part, cut=None)
         return outputs
 
-    def _finish(self, state: ChoiceState, reason: str) -> list[dict]:
-        outputs: list[dict] = []
+    def _finish(self, state: ChoiceState, reason: str) -> list[StreamChoice]:
+        outputs: list[StreamChoice] = []
         for part in list(state.parts.values()):
             outputs += self._close_part(state, part, cut=reason == "length")
             if state.settled:
@@ -275,7 +301,7 @@ class Exchange:
             self.metrics.cuts.inc()
         return outputs + self._end(state, reason)
 
-    def _end(self, state: ChoiceState, reason: str) -> list[dict]:
+    def _end(self, state: ChoiceState, reason: str) -> list[StreamChoice]:
         state.finish_reason = reason
         for part in state.parts.values():
             self.metrics.completion_tokens.labels(part.name).observe(part.watcher.tokens)
@@ -289,7 +315,7 @@ class Exchange:
         onset = found.onset if found is not None else (part.watcher.tokens if part else 0)
         self.metrics.onset.labels(part_name).observe(onset)
 
-    def _on_loop(self, state: ChoiceState, part: Part, found: Detection) -> list[dict]:
+    def _on_loop(self, state: ChoiceState, part: Part, found: Detection) -> list[StreamChoice]:
         self._record_loop(found.kind, part.name, part, found)
         action = self.policy.action
         if action == "observe":
@@ -325,16 +351,16 @@ class Exchange:
         return in_open_reasoning(text, self.config)
 
     # --- holdback -------------------------------------------------------------------------
-    def _release_all_parts(self, state: ChoiceState, extra: dict) -> list[dict]:
+    def _release_all_parts(self, state: ChoiceState, extra: Extra) -> list[StreamChoice]:
         """Release what the holdback allows of every open part; `extra` rides on the first."""
-        outputs = []
+        outputs: list[StreamChoice] = []
         for part in state.parts.values():
             if part.closed:
                 continue
             outputs += self._release(state, part, self._held_target(part), extra)
-            extra = {}
+            extra = NO_EXTRA
         if extra:
-            outputs.append(self._output(state.index, extra, None))
+            outputs.append(self._output(state.index, extra.delta, None, extra.logprobs))
         return outputs
 
     def _held_target(self, part: Part) -> int:
@@ -344,8 +370,8 @@ class Exchange:
         return max(part.released, watcher.end_of_token(watcher.tokens - hold - 1))
 
     def _release(
-        self, state: ChoiceState, part: Part, target: int, extra: dict | None = None
-    ) -> list[dict]:
+        self, state: ChoiceState, part: Part, target: int, extra: Extra = NO_EXTRA
+    ) -> list[StreamChoice]:
         if self.policy.action == "observe":
             return []
         watcher = part.watcher
@@ -355,35 +381,34 @@ class Exchange:
             watcher.forget(part.released)  # never resent: bounded memory
         if not text and not extra:
             return []
-        delta = dict(extra or {})
+        delta = extra.delta.copy()
         if text:
             for name in part.fields:
                 delta[name] = text
-        return [self._output(state.index, delta, None)]
+        return [self._output(state.index, delta, None, extra.logprobs)]
 
     # --- output ---------------------------------------------------------------------------
-    def _output(self, index: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    def _output(
+        self, index: int, delta: Delta, finish: str | None, logprobs: Logprobs | None = None
+    ) -> StreamChoice:
         if self.chat:
-            return {
-                "index": index,
-                "delta": delta,
-                "logprobs": delta.pop("logprobs", None),
-                "finish_reason": finish,
-            }
+            return {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
         return {
             "index": index,
             "text": delta.get("text", ""),
-            "logprobs": delta.get("logprobs"),
+            "logprobs": logprobs,
             "finish_reason": finish,
         }
 
-    def _chunk(self, output: dict[str, Any]) -> Chunk:
-        return self._encoded({"choices": [output]})
+    def _chunk(self, output: StreamChoice) -> Chunk:
+        return self._encoded([output])
 
-    def _encoded(self, fields: dict[str, Any]) -> Chunk:
-        envelope = self.envelope or {"id": "loopfix", "created": int(time.time()), "model": ""}
+    def _encoded(self, choices: list[StreamChoice], usage: Usage | None = None) -> Chunk:
+        named = self.envelope or {"id": "loopfix", "created": int(time.time()), "model": ""}
         default = "chat.completion.chunk" if self.chat else "text_completion"
-        chunk = {**envelope, "object": envelope.get("object", default), **fields}
+        chunk: StreamChunk = {**named, "object": named.get("object", default), "choices": choices}
+        if usage is not None:
+            chunk["usage"] = usage
         return chunk, json.dumps(chunk, separators=(",", ":"))
 
     def _usage_chunk(self) -> Chunk | None:
@@ -399,12 +424,12 @@ class Exchange:
             return None
         prompt = self.upstream_usage.get("prompt_tokens")
         prompt = prompt if isinstance(prompt, int) else 0
-        usage = {
+        usage: Usage = {
             "prompt_tokens": prompt,
             "completion_tokens": self.generated,
             "total_tokens": prompt + self.generated,
         }
-        return self._encoded({"choices": [], "usage": usage})
+        return self._encoded([], usage)
 
     def _all_settled(self) -> bool:
         """Whether every choice the request asked for has finished, stopped or awaits a
@@ -451,7 +476,9 @@ class Exchange:
                 for output in self._end(state, "repetition"):
                     yield self._chunk(output)
                 return
-            part = "content" if plan.escape or plan.part == "content" or not self.chat else None
+            part: PartName | None = (
+                "content" if plan.escape or plan.part == "content" or not self.chat else None
+            )
             try:
                 async for event, _ in stream.events():
                     for choice in event.get("choices") or []:
@@ -471,18 +498,19 @@ class Exchange:
                 self.metrics.rescues.labels("looped").inc()
 
 
-def _extra(choice: dict[str, Any], chat: bool, continuation: bool) -> dict[str, Any]:
-    """The non-text fields of a choice's delta (role, tool calls, logprobs) to pass on; a
+def _extra(choice: StreamChoice, chat: bool, continuation: bool) -> Extra:
+    """What a choice carries besides its text (role, tool calls, logprobs) to pass on; a
     continuation's role is not repeated."""
     delta = choice.get("delta") if chat else None
-    skip = {*PART_OF_FIELD, "role"} if continuation else set(PART_OF_FIELD)
-    extra = {k: v for k, v in delta.items() if k not in skip} if isinstance(delta, dict) else {}
-    if choice.get("logprobs") is not None:
-        extra["logprobs"] = choice["logprobs"]
-    return extra
+    others: Delta = delta.copy() if isinstance(delta, dict) else {}
+    for name in PART_OF_FIELD:
+        others.pop(name, None)
+    if continuation:
+        others.pop("role", None)
+    return Extra(others, choice.get("logprobs"))
 
 
-def _choice_count(body: dict[str, Any], chat: bool) -> int:
+def _choice_count(body: RequestBody, chat: bool) -> int:
     n = body.get("n") or 1  # checked by the app: a positive integer or absent
     prompts = body.get("prompt")
     many = not chat and isinstance(prompts, list) and prompts and isinstance(prompts[0], str)

@@ -15,12 +15,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
-from loopfix.serve.assemble import TEXT_FIELDS
 from loopfix.serve.metrics import ServeMetrics
+from loopfix.serve.protocol import (
+    TEXT_FIELDS,
+    Delta,
+    ErrorBody,
+    RequestBody,
+    StreamChoice,
+    StreamChunk,
+    envelope,
+    error_body,
+)
 
 
 class UpstreamError(Exception):
@@ -39,8 +48,8 @@ class UpstreamError(Exception):
         self.kind = kind
         self.headers = headers or {}  # passed on to the client (Retry-After)
 
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.kind, "param": None, "code": None}}
+    def body(self) -> ErrorBody:
+        return error_body(self.message, self.kind)
 
 
 # Headers of an upstream error answer that the client needs to act on it.
@@ -96,11 +105,11 @@ def _status_error(response: httpx.Response, metrics: ServeMetrics) -> UpstreamEr
     return UpstreamError(status, _upstream_message(response), headers=headers)
 
 
-def _not_int(value: Any) -> bool:
+def _not_int(value: object) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
 
 
-def _choice_problem(choice: Any) -> str | None:
+def _choice_problem(choice: object) -> str | None:
     if not isinstance(choice, dict):
         return "is not an object"
     index = choice.get("index", 0)
@@ -127,38 +136,35 @@ def _choice_problem(choice: Any) -> str | None:
     return None
 
 
-def event_problem(event: dict[str, Any]) -> str | None:
-    """What makes an event something the proxy cannot read without losing or inventing text
-    (None: nothing). Text that is not a string is an error, never skipped."""
-    choices = event.get("choices")
+def event_problem(choices: object, usage: object) -> str | None:
+    """What makes an event's `choices` or `usage` something the proxy cannot read without
+    losing or inventing text (None: nothing). Text that is not a string is an error, never
+    skipped."""
     if choices is not None and not isinstance(choices, list):
         return "choices is not a list"
     for position, choice in enumerate(choices or []):
         problem = _choice_problem(choice)
         if problem is not None:
             return f"choices[{position}]{problem}"
-    usage = event.get("usage")
     if usage is not None and not isinstance(usage, dict):
         return "usage is not an object"
     return None
 
 
-def events_of_answer(answer: Any) -> list[dict[str, Any]]:
+def events_of_answer(answer: Any) -> list[StreamChunk]:
     """A non-streamed completion (an upstream that ignored `stream: true`) as the stream it
     stands for: one chunk per choice holding its whole text, then its usage. ValueError if it
-    is not a completion."""
+    is not a completion. The chunks are checked as they are read, as streamed ones are."""
     if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
         raise ValueError("it has no choices")
-    envelope = {
-        key: answer[key]
-        for key in ("id", "created", "model", "system_fingerprint")
-        if key in answer
-    }
-    events = []
+    # The answer's own `object` (chat.completion) is no chunk's.
+    named = envelope(cast(StreamChunk, answer), ("id", "created", "model", "system_fingerprint"))
+    events: list[StreamChunk] = []
     for choice in answer["choices"]:
         if not isinstance(choice, dict):
             raise ValueError("a choice is not an object")
-        common = {key: choice.get(key) for key in ("index", "logprobs", "finish_reason")}
+        fields = ("index", "logprobs", "finish_reason")
+        common = cast(StreamChoice, {key: choice.get(key) for key in fields})
         message = choice.get("message")
         if isinstance(message, dict):
             delta = dict(message)
@@ -167,13 +173,18 @@ def events_of_answer(answer: Any) -> list[dict[str, Any]]:
                     {"index": i, **call} if isinstance(call, dict) else call
                     for i, call in enumerate(delta["tool_calls"])
                 ]
-            event = {"object": "chat.completion.chunk", "choices": [{**common, "delta": delta}]}
+            event: StreamChunk = {
+                "object": "chat.completion.chunk",
+                "choices": [{**common, "delta": cast(Delta, delta)}],
+            }
         else:
-            text = {"text": choice.get("text")}
-            event = {"object": "text_completion", "choices": [{**common, **text}]}
-        events.append({**envelope, **event})
+            event = {
+                "object": "text_completion",
+                "choices": [{**common, "text": choice.get("text")}],
+            }
+        events.append({**named, **event})
     if isinstance(answer.get("usage"), dict):
-        events.append({**envelope, "choices": [], "usage": answer["usage"]})
+        events.append({**named, "choices": [], "usage": answer["usage"]})
     return events
 
 
@@ -186,14 +197,14 @@ class UpstreamStream:
         self,
         response: httpx.Response,
         metrics: ServeMetrics,
-        answer: list[dict[str, Any]] | None = None,
+        answer: list[StreamChunk] | None = None,
     ):
         self._response = response
         self._metrics = metrics
         self._answer = answer
         self.done = False
 
-    async def events(self) -> AsyncIterator[tuple[dict[str, Any], str]]:
+    async def events(self) -> AsyncIterator[tuple[StreamChunk, str]]:
         """Each event as (parsed, its JSON text as sent)."""
         if self._answer is not None:
             for event in self._answer:
@@ -218,13 +229,13 @@ class UpstreamStream:
         except httpx.HTTPError as error:
             raise _failure(error, self._metrics, "in the middle of a stream") from None
 
-    def _checked(self, event: Any) -> dict[str, Any]:
+    def _checked(self, event: object) -> StreamChunk:
         if not isinstance(event, dict):
             raise _protocol_error(self._metrics, "upstream sent an event that is not an object")
-        problem = event_problem(event)
+        problem = event_problem(event.get("choices"), event.get("usage"))
         if problem is not None:
             raise _protocol_error(self._metrics, f"upstream sent a malformed event: {problem}")
-        return event
+        return cast(StreamChunk, event)
 
     async def close(self) -> None:
         await self._response.aclose()
@@ -258,7 +269,7 @@ class Upstream:
         )
         self._metrics = metrics
 
-    async def open(self, path: str, body: dict[str, Any]) -> UpstreamStream:
+    async def open(self, path: str, body: RequestBody) -> UpstreamStream:
         """POST `body` (with `stream: true`) and return the stream once its headers arrived."""
         request = self._client.build_request("POST", path, json={**body, "stream": True})
         started = time.perf_counter()
@@ -302,7 +313,7 @@ class Upstream:
                 self._metrics, "upstream /v1/models answered a body that is not JSON"
             ) from None
 
-    async def token_ids(self, model: Any, text: str) -> list[int]:
+    async def token_ids(self, model: str | None, text: str) -> list[int]:
         """The upstream tokenizer's ids for `text` (vLLM's `/tokenize`; no special tokens)."""
         body = {"model": model, "prompt": text, "add_special_tokens": False}
         try:
