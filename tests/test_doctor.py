@@ -116,11 +116,11 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     for row in stage.rows:
         arm = list(read_samples(Path(row["run"]) / "records.jsonl"))
         assert len(arm) == len(base) == config.n
-        paired = compare_samples(base, arm)["overall"]
-        assert (row["rescues"], row["regressions"]) == (paired["rescues"], paired["regressions"])
+        paired = compare_samples(base, arm).overall
+        assert (row["rescues"], row["regressions"]) == (paired.rescues, paired.regressions)
         guard = next(e for e in guards.entries if e["guard"] == row["guard"])
         alone = compare_samples(list(read_samples(Path(guard["run"]) / "records.jsonl")), arm)
-        assert row["vs_guard_alone"]["rescues"] == alone["overall"]["rescues"]
+        assert row["vs_guard_alone"]["rescues"] == alone.overall.rescues
     # dry removes the testbed's greedy loops with or without the patch.
     assert stage.rows[1]["loop_rate"] <= stage.rows[0]["loop_rate"]
     patched_model = out / "again" / "combined" / "patched-model"

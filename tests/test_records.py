@@ -111,5 +111,5 @@ def test_a_length_without_ids_comes_from_the_servers_count_or_stays_unknown() ->
     unknown = Sample("p2", 0, settings, [], "a b", "stop")
     empty = Sample("p3", 0, settings, [], "", "stop")
     assert (counted.length, unknown.length, empty.length) == (4, None, 0)
-    (row,) = summarize([counted, unknown, empty])["settings"]
-    assert row["unknown_lengths"] == 1 and row["mean_length"] == 2.0
+    (row,) = summarize([counted, unknown, empty]).settings
+    assert row.unknown_lengths == 1 and row.mean_length == 2.0

@@ -2,6 +2,7 @@
 cut to "…", and the caption spells out every shortened header."""
 
 import io
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from loopfix.cli.compare import compare_table as guards_table
 from loopfix.cli.scan import compare_table, summary_table
 from loopfix.scan import ScanConfig, compare_runs, run_scan
 from loopfix.scan.guard_comparison import CompareConfig, run_compare
+from loopfix.summaries import ScanSummary
 
 
 def rendered(table: object) -> str:
@@ -39,12 +41,10 @@ def scans(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_scan_tables_fit_80_columns(scans: tuple[Path, Path]) -> None:
-    import json
-
-    summary = json.loads((scans[0] / "summary.json").read_text())
+    summary = ScanSummary.from_json(json.loads((scans[0] / "summary.json").read_text()))
     assert_fits(rendered(summary_table(summary, "loopfix:stargraph on stargraph")), "acc¬loop")
     result = compare_runs(scans[0], scans[1])
-    assert_fits(rendered(compare_table(result)), "McNemar", "acc A→B")
+    assert_fits(rendered(compare_table(result, *scans)), "McNemar", "acc A→B")
 
 
 def test_the_guard_table_fits_80_columns(tmp_path: Path) -> None:

@@ -90,10 +90,10 @@ def test_chat_reasoning_and_repetition_stop_become_a_loop_record(tmp_path: Path)
     record = json.loads((tmp_path / "run" / "records.jsonl").read_text())
     assert record["finish_reason"] == "repetition" and record["correct"] is True
     assert record["text"] == "think think\n</think>\n\n" + r"so \boxed{4}"
-    assert result.summary["settings"][0]["loop_rate"] == 1.0
+    assert result.summary.settings[0].loop_rate.value == 1.0
     # No token ids from this server: the length is the count its usage event reported.
     assert record["tokens"] == [] and record["length"] == 9
-    assert result.summary["settings"][0]["mean_length"] == 9
+    assert result.summary.settings[0].mean_length == 9
     assert server.bodies[0]["stream_options"] == {"include_usage": True}
     assert server.bodies[0]["chat_template_kwargs"] == {"enable_thinking": False}
     assert server.bodies[0]["messages"] == [{"role": "user", "content": "2+2?"}]

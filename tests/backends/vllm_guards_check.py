@@ -1,7 +1,8 @@
 """Run by test_vllm_guards.py with .venv-vllm's Python: `VLLMBackend` with loopfix guards on the
 bundled testbed (greedy, cap 48: about half the prompts loop). Prints "ok" on success.
 
-(d) a bad guard argument is a GuardError naming guard and parameter, before an engine loads;
+(d) a bad guard argument is a GuardError naming guard and parameter, when the `GuardSpec` is
+parsed (before an engine loads);
 (a) `none` is plain vLLM generation; (b) `dry`, `ngram` and `rescue` change every looping
 output and leave fewer outputs at the cap (dry and ngram: fewer loops); (c) `cut` stops where
 loopfix's own cut guard stops, with finish_reason "repetition".
@@ -16,6 +17,7 @@ from vllm import SamplingParams
 from vllm.inputs import TokensPrompt
 
 from loopfix.backends.base import BackendError, Generation, Request
+from loopfix.backends.spec import GuardSpec
 from loopfix.backends.vllm import VLLMBackend
 from loopfix.guards import GuardError, parse_guards
 from loopfix.records import DecodeSettings
@@ -52,7 +54,7 @@ def loopfix_cut(prompt: list[int], output: list[int]) -> dict[str, int] | None:
 def main() -> None:
     for guards, args, names in BAD:
         try:
-            VLLMBackend.load(MODEL, guards=guards, guard_args=args)
+            VLLMBackend.load(MODEL, guards=GuardSpec.parse(guards, args))
         except GuardError as error:  # vLLM's own admission check would raise its own error type
             if not all(name in str(error) for name in names):
                 sys.exit(f"{guards} {args}: the error does not name {names}: {error}")
@@ -62,7 +64,7 @@ def main() -> None:
     plain = VLLMBackend.load(MODEL)
     assert plain.llm.llm_engine.model_config.logits_processors is None, "none loads no processor"
     try:  # without the processor vLLM would ignore the guards: refused, not silently off
-        VLLMBackend(plain.llm, guards="dry")
+        VLLMBackend(plain.llm, guards=GuardSpec.parse("dry"))
         sys.exit("a guard was accepted on an engine without LoopfixLogitsProcessor")
     except BackendError as error:
         assert "LoopfixLogitsProcessor" in str(error), error
@@ -82,7 +84,7 @@ def main() -> None:
     base = generate(plain, requests)
     assert [g.tokens for g in base] == [list(r.outputs[0].token_ids) for r in raw]
     assert all(g.guards is None for g in base)
-    guarded = VLLMBackend.load(MODEL, guards="dry")
+    guarded = VLLMBackend.load(MODEL, guards=GuardSpec.parse("dry"))
     assert [g.tokens for g in generate(VLLMBackend(guarded.llm), requests)] == [
         g.tokens for g in base
     ], "the processor changed requests that asked for no guard"
@@ -95,9 +97,7 @@ def main() -> None:
 
     # (b) guards served by the processor change every looping output.
     for spec, args in [("dry", {}), ("ngram", {}), ("rescue", {"rescue.min_span": 15})]:
-        backend = (
-            guarded if spec == "dry" else VLLMBackend(guarded.llm, guards=spec, guard_args=args)
-        )
+        backend = guarded if spec == "dry" else guarded.with_guards(GuardSpec.parse(spec, args))
         outputs = generate(backend, requests)
         unchanged = [i for i in looping if outputs[i].tokens == base[i].tokens]
         assert not unchanged, f"{spec} left looping prompts {unchanged} unchanged"
@@ -110,7 +110,7 @@ def main() -> None:
         assert len(still) < len(looping), f"{spec} did not reduce loops: {still}"
 
     # (c) vLLM's native cut stops exactly where loopfix's cut does (period 5 >= 15 / 3).
-    stopped = generate(VLLMBackend(plain.llm, guards="cut", guard_args=CUT_ARGS), requests)
+    stopped = generate(plain.with_guards(GuardSpec.parse("cut", CUT_ARGS)), requests)
     for i, (generation, cut) in enumerate(zip(stopped, cuts, strict=True)):
         if cut is None:
             assert generation.tokens == base[i].tokens, i

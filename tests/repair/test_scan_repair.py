@@ -70,6 +70,17 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     verified = {s.prompt_id for s in SampleStore(Path(verify["base"]["records"]))}
     assert len(verified) == 50 and not verified & scanned
     assert 0 < branches["train"]["pairs"] <= 8 and 0 < branches["heldout"]["pairs"] <= 8
+    # Each arm's scan.json names the weights it ran: the base model's files, and on a patched
+    # arm the patch (each candidate and control its own), so no arm passes for the base.
+    arms = {
+        arm: json.loads((Path(verify[arm]["records"]).parent / "scan.json").read_text())
+        for arm in ("base", "patched", "random_control")
+    }
+    assert "patch" not in arms["base"]
+    for arm in ("patched", "random_control"):
+        assert arms[arm]["model_files"] == arms["base"]["model_files"]
+        assert len(arms[arm]["patch"]) == 64
+    assert arms["patched"]["patch"] != arms["random_control"]["patch"]
     # The decision follows from the numbers, check by check.
     checks, paired = verify["checks"], verify["by_temperature"]["0.0"]["paired"]["patched"]
     base, patched = verify["base"]["loop_rate"], verify["patched"]["loop_rate"]
@@ -101,8 +112,8 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
     # The arms are scans: re-pairing their records gives the same rescues and regressions.
     runs = [Path(verify[arm]["records"]).parent for arm in ("base", "patched")]
     assert all(len(list(SampleStore(run / "records.jsonl"))) == 50 for run in runs)
-    overall = compare_runs(*runs)["overall"]
-    assert (overall["rescues"], overall["regressions"]) == (
+    overall = compare_runs(*runs).overall
+    assert (overall.rescues, overall.regressions) == (
         verify["rescues"],
         verify["regressions"],
     )

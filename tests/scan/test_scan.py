@@ -10,6 +10,7 @@ from loopfix.scan.cap import fitting_cap
 from loopfix.scan.config import NothingGeneratedError
 from loopfix.suites import stargraph_suite
 from loopfix.suites.render import prompting_note
+from loopfix.summaries import ScanSummary
 
 REQUIRED = {
     "prompt_id",
@@ -54,7 +55,8 @@ def test_scan_writes_records_summary_and_report(tmp_path: Path, testbed_backend)
     )
     assert all(row["length"] == len(row["tokens"]) <= 32 for row in rows)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary == json.loads(json.dumps(result.summary))
+    assert summary == json.loads(json.dumps(result.summary.to_json()))
+    assert ScanSummary.from_json(summary) == result.summary
     for row in summary["settings"]:
         assert row["n"] == 10 and row["paper_ngram"] == [4, 3]
         for rate in RATES:
@@ -96,19 +98,17 @@ def test_overlong_prompt_is_flagged_not_truncated(tmp_path: Path, testbed_backen
         flagged["meta"]["overlong"]
         and "exceeds the model's context of 256" in flagged["meta"]["error"]
     )
-    assert result.summary["overlong_prompts"] == ["long"]
-    assert (
-        result.summary["settings"][0]["overlong"] == 1 and result.summary["settings"][0]["n"] == 1
-    )
+    assert result.summary.overlong_prompts == ("long",)
+    assert result.summary.settings[0].overlong == 1 and result.summary.settings[0].n == 1
 
 
 def test_think_on_a_template_without_enable_thinking_is_flagged(tmp_path, testbed_backend) -> None:
     asked = run_scan(config(tmp_path / "think", think=True, n=2), backend=testbed_backend)
-    (warning,) = asked.summary["warnings"]
+    (warning,) = asked.summary.warnings
     assert "--think on had no effect" in warning and "enable_thinking" in warning
     assert escape(warning) in (tmp_path / "think" / "report.html").read_text()
     plain = run_scan(config(tmp_path / "plain", n=2), backend=testbed_backend)
-    assert plain.summary["warnings"] == []
+    assert plain.summary.warnings == ()
 
 
 def test_without_a_cap_the_scan_fits_the_model_and_says_so(tmp_path: Path, testbed_backend) -> None:
@@ -123,15 +123,13 @@ def test_without_a_cap_the_scan_fits_the_model_and_says_so(tmp_path: Path, testb
     )
     cap = 256 - longest  # the testbed's context minus its longest prompt
     assert {r["settings"]["max_new_tokens"] for r in records(out)} == {cap}
-    assert (
-        result.summary["settings"][0]["n"] == 3 and result.summary["settings"][0]["overlong"] == 0
-    )
-    assert result.summary["notes"] == [
+    assert result.summary.settings[0].n == 3 and result.summary.settings[0].overlong == 0
+    assert list(result.summary.notes) == [
         f"max_new_tokens {cap}: the context of 256 tokens minus the longest prompt ({longest}) "
         "(--max-new-tokens sets it)",
         prompting_note("completion"),  # the testbed's tokenizer has no chat template
     ]
-    assert result.summary["prompting"] == "completion"
+    assert result.summary.prompting == "completion"
 
 
 def test_a_scan_that_generates_nothing_is_an_error_naming_the_flag(

@@ -7,17 +7,23 @@ store each batch before the next one starts. Records are identical in shape for 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from pydantic import JsonValue
+
+from loopfix.backends.identity import ModelFile, ModelIdentity
 from loopfix.errors import LoopfixError
 from loopfix.records import DecodeSettings, FinishReason
 
-__all__ = ["Backend", "BackendError", "Generation", "Request"]
+__all__ = ["Backend", "BackendError", "ClosedOnExit", "Generation", "Request"]
+
+_Self = TypeVar("_Self", bound="ClosedOnExit")
 
 
-def dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: object) -> str:
     """ "float32" for torch.float32 (or a string already so named)."""
     return str(dtype).removeprefix("torch.")
 
@@ -70,7 +76,7 @@ class Generation:
     top1: list[float] | None = None
     entropy: list[float] | None = None
     error: str | None = None
-    guards: dict[str, Any] | None = None
+    guards: dict[str, JsonValue] | None = None
     token_count: int | None = None
     stop: str | None = None
 
@@ -83,19 +89,26 @@ class Backend(Protocol):
     tokenizer: the local tokenizer used to build `Request.ids` and decode; None when the
         backend's server tokenizes (requests then carry text or messages).
     context_length: the longest prompt + continuation, in tokens; None when unknown.
-    A backend may also have `generation_cap`, the model's own `max_new_tokens` (generation
-    config), which a scan without a cap uses.
+    generation_cap: the model's own `max_new_tokens` (its generation config), which a scan
+        without a cap uses; None when unknown.
     batch_size: how many requests the caller should hand over at once.
     dtype: the dtype the weights actually run in ("float32", "bfloat16"); None when a server
         does not say. Kept in the scan summary: the same model in another dtype walks
         differently at greedy, so results of two backends compare only in the same dtype.
+    A backend is a context manager: leaving the `with` block closes it.
     """
 
     name: str
     tokenizer: Any
     context_length: int | None
+    generation_cap: int | None
     batch_size: int
     dtype: str | None
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        """The weights this backend generates with (the patch applied in memory included); a
+        file whose size and mtime equal its `known` fingerprint is not hashed again."""
+        ...
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings
@@ -106,3 +119,30 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release what the backend holds (threads, connections, engines)."""
         ...
+
+    def __enter__(self) -> Backend: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+class ClosedOnExit:
+    """The context manager half of a `Backend`: `with` closes it, however the block ends."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -10,15 +10,18 @@ any guard chain run inside the engine; a stop text is cut from the returned text
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from loopfix.backends.base import Generation, Request, dtype_name
+from loopfix.backends.base import ClosedOnExit, Generation, Request, dtype_name
+from loopfix.backends.identity import ModelFile, ModelIdentity, model_files
+from loopfix.backends.spec import NO_GUARDS, GuardSpec
 from loopfix.engine import DecodeEngine, EngineResult
 from loopfix.engine.stops import cut_at_stop
+from loopfix.guards.base import GuardContext
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
 from loopfix.seeds import derive_seed
@@ -81,8 +84,14 @@ def generate(
     return [results[i] for i in range(len(prompts))]  # the engine ends every prompt
 
 
-class HFBackend:
-    """The `Backend` over local transformers: continuous batching, a generator per request."""
+class HFBackend(ClosedOnExit):
+    """The `Backend` over local transformers: continuous batching, a generator per request.
+
+    source: the model reference the weights were loaded from (a folder, hub id, `loopfix:NAME`),
+        whose files are the backend's identity; None: the model's own `name_or_path` (a model
+        built in memory has none, and then no files).
+    patch: the id of a weight patch applied to the model in memory while this backend runs.
+    """
 
     name = "hf"
 
@@ -90,12 +99,17 @@ class HFBackend:
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        batch_size: int = 16,
+        batch_size: int,
         capture: bool = False,
-        build_chain: Callable[[], GuardChain] | None = None,
+        guards: GuardSpec = NO_GUARDS,
+        *,
+        source: str | None = None,
+        patch: str | None = None,
     ) -> None:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.capture, self.build_chain = capture, build_chain
+        self.capture, self.guards = capture, guards
+        self.source: str | None = source if source is not None else model.name_or_path or None
+        self.patch = patch
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
         self.dtype: str | None = dtype_name(model.dtype)
         self.generation_cap: int | None = getattr(model.generation_config, "max_new_tokens", None)
@@ -103,18 +117,45 @@ class HFBackend:
     @classmethod
     def load(
         cls,
-        spec: str | Path,
+        model: str | Path,
         device: str | None = None,
         dtype: str | None = None,
         trust_remote_code: bool = False,
-        **options: Any,
+        batch_size: int = 16,
+        capture: bool = False,
+        guards: GuardSpec = NO_GUARDS,
     ) -> HFBackend:
+        """Load `model` (a folder, hub id, `loopfix:NAME`) and its tokenizer."""
         from loopfix.models import load_model
 
-        model, tokenizer = load_model(
-            spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+        weights, tokenizer = load_model(
+            model, device=device, dtype=dtype, trust_remote_code=trust_remote_code
         )
-        return cls(model, tokenizer, **options)
+        return cls(weights, tokenizer, batch_size, capture, guards, source=str(model))
+
+    def with_guards(self, guards: GuardSpec) -> HFBackend:
+        """A backend over the same loaded weights that runs `guards`."""
+        return HFBackend(
+            self.model,
+            self.tokenizer,
+            self.batch_size,
+            self.capture,
+            guards,
+            source=self.source,
+            patch=self.patch,
+        )
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        files = None if self.source is None else model_files(self.source, known)
+        return ModelIdentity(files, self.patch)
+
+    @cached_property
+    def _context(self) -> GuardContext:
+        # One per backend: it caches which tokens contain a guard's texts.
+        return GuardContext.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
+
+    def _chain(self) -> GuardChain:
+        return self.guards.chain(self._context)
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings
@@ -125,7 +166,7 @@ class HFBackend:
             self.tokenizer.eos_token_id,
             int(self.tokenizer.pad_token_id),
             self.batch_size,
-            self.build_chain,
+            self._chain if self.guards.params else None,
             self.capture,
             decode=self._decode,
         )
@@ -135,7 +176,7 @@ class HFBackend:
             yield index, _generation(result, cut_at_stop(self._decode(result.tokens), result.stop))
 
     def _decode(self, tokens: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(tokens, skip_special_tokens=True))
+        return str(self.tokenizer.decode(list(tokens), skip_special_tokens=True))
 
     def close(self) -> None:
         """Nothing to release: the model stays with whoever loaded it."""

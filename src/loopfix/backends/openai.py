@@ -18,17 +18,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
-from loopfix.backends.base import BackendError, Generation, Request
+from loopfix.backends.base import BackendError, ClosedOnExit, Generation, Request
+from loopfix.backends.identity import ModelFile, ModelIdentity
 from loopfix.records import DecodeSettings, FinishReason
 
-__all__ = ["OpenAIBackend", "request_body"]
+__all__ = ["OpenAIBackend", "RequestBody", "request_body"]
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _FINISH: dict[str | None, FinishReason] = {
@@ -39,10 +40,43 @@ _FINISH: dict[str | None, FinishReason] = {
 }
 
 
+class _StreamOptions(TypedDict):
+    include_usage: bool
+
+
+class _ChatTemplateKwargs(TypedDict):
+    enable_thinking: bool
+
+
+class _Body(TypedDict):
+    model: str
+    stream: bool
+    max_tokens: int
+    temperature: float
+    top_p: float
+    presence_penalty: float
+    frequency_penalty: float
+    seed: int
+    return_token_ids: bool
+    stream_options: _StreamOptions
+
+
+class RequestBody(_Body, total=False):
+    """The JSON body of one streamed (chat) completion request."""
+
+    top_k: int
+    min_p: float
+    repetition_penalty: float
+    stop: list[str]
+    messages: list[dict[str, str]]
+    chat_template_kwargs: _ChatTemplateKwargs
+    prompt: list[int] | str | None
+
+
 def request_body(
     request: Request, settings: DecodeSettings, model: str, api: str, think: bool | None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
+) -> RequestBody:
+    body: RequestBody = {
         "model": model,
         "stream": True,
         "max_tokens": settings.max_new_tokens,
@@ -118,12 +152,13 @@ class _Stream:
         )
 
 
-class OpenAIBackend:
+class OpenAIBackend(ClosedOnExit):
     """Stream completions from an OpenAI-compatible server with bounded concurrency."""
 
     name = "openai"
     tokenizer: Any = None  # the server tokenizes
     context_length: int | None = None  # the server rejects what does not fit; the record says so
+    generation_cap: int | None = None  # nor does it say its model's own cap
     dtype: str | None = None  # an OpenAI-compatible server does not say
 
     def __init__(
@@ -235,6 +270,10 @@ class OpenAIBackend:
         finally:
             # On an error or Ctrl-C, drop what has not started and do not wait for the rest.
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        """No files here: a served model is known by its URL (in the scan's settings) only."""
+        return ModelIdentity(None)
 
     def close(self) -> None:
         self.client.close()

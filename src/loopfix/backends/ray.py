@@ -8,10 +8,12 @@ batches come back, so the scan stores them in the one store as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from loopfix.backends.base import BackendError, Generation, Request
+from loopfix.backends.base import Backend, BackendError, ClosedOnExit, Generation, Request
+from loopfix.backends.identity import ModelFile, ModelIdentity, model_files
+from loopfix.backends.spec import BackendSpec
 from loopfix.records import DecodeSettings
 
 __all__ = ["RayBackend"]
@@ -20,18 +22,13 @@ __all__ = ["RayBackend"]
 class _Worker:
     """Body of the Ray actor: one backend, loaded once per worker process."""
 
-    def __init__(self, kind: str, model: str, options: dict[str, Any]) -> None:
+    def __init__(self, spec: BackendSpec) -> None:
         import torch
 
+        from loopfix.backends.open import open_backend
+
         torch.set_num_threads(1)  # one CPU per actor: workers, not threads, give the speed-up
-        if kind == "vllm":
-            from loopfix.backends.vllm import VLLMBackend
-
-            self.backend: Any = VLLMBackend.load(model, **options)
-        else:
-            from loopfix.backends.hf import HFBackend
-
-            self.backend = HFBackend.load(model, **options)
+        self.backend: Backend = open_backend(spec)
 
     def generate(
         self, requests: list[Request], settings: DecodeSettings
@@ -39,22 +36,16 @@ class _Worker:
         return list(self.backend.generate(requests, settings))
 
     def dtype(self) -> str | None:
-        return self.backend.dtype  # type: ignore[no-any-return]
+        return self.backend.dtype
 
 
-class RayBackend:
+class RayBackend(ClosedOnExit):
     """Deal batches of a scan to Ray actors and merge what they return."""
 
     name = "ray"
+    generation_cap: int | None = None  # the actors' models are not read in the driver
 
-    def __init__(
-        self,
-        address: str,
-        kind: str,
-        model: str,
-        options: dict[str, Any],
-        workers: int | None = None,
-    ) -> None:
+    def __init__(self, spec: BackendSpec, workers: int | None = None) -> None:
         try:
             import ray
         except ImportError as error:
@@ -63,25 +54,29 @@ class RayBackend:
 
         from loopfix.models import resolve_model_path
 
-        if kind not in ("hf", "vllm"):
-            raise BackendError(f"Ray fans out the hf or vllm backend, not {kind}")
-        self.ray = ray
+        if spec.ray is None:
+            raise BackendError(f"a {spec.kind} spec does not say how to fan out over Ray")
+        self.ray, self.model = ray, spec.model
         ray.init(
-            address=None if address == "local" else address,
+            address=None if spec.ray.address == "local" else spec.ray.address,
             include_dashboard=False,
             log_to_driver=False,
             ignore_reinit_error=True,
         )
-        path = resolve_model_path(model)
+        path = resolve_model_path(spec.model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.context_length = getattr(
+        self.context_length: int | None = getattr(
             AutoConfig.from_pretrained(path), "max_position_embeddings", None
         )
-        self.batch_size = int(options.get("batch_size", 16))  # type: ignore[call-overload]
+        self.batch_size = spec.batch_size
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor: Any = ray.remote(num_cpus=1)(_Worker)
-        self.workers: list[Any] = [actor.remote(kind, model, options) for _ in range(count)]
+        self.workers: list[Any] = [actor.remote(spec.on_actor()) for _ in range(count)]
         self.dtype: str | None = ray.get(self.workers[0].dtype.remote())
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        """The files as the driver sees them (every actor loads the same reference)."""
+        return ModelIdentity(model_files(self.model, known))
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings

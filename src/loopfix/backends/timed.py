@@ -7,16 +7,17 @@ samples between yields is the caller's time, not the guard's.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from loopfix.backends.base import Backend, Generation, Request
+from loopfix.backends.base import Backend, ClosedOnExit, Generation, Request
+from loopfix.backends.identity import ModelFile, ModelIdentity
 from loopfix.records import DecodeSettings
 
 __all__ = ["TimedBackend"]
 
 
-class TimedBackend:
+class TimedBackend(ClosedOnExit):
     """A `Backend` that delegates to `inner` and adds up `tokens` and `seconds`."""
 
     def __init__(self, inner: Backend) -> None:
@@ -25,8 +26,11 @@ class TimedBackend:
         self.tokenizer: Any = inner.tokenizer
         self.context_length = inner.context_length
         self.dtype = inner.dtype
-        self.generation_cap: int | None = getattr(inner, "generation_cap", None)
+        self.generation_cap = inner.generation_cap
         self.tokens, self.seconds = 0, 0.0
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        return self.inner.identity(known)
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings

@@ -18,7 +18,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopfix.backends.base import BackendError, Generation, Request, dtype_name
+from pydantic import JsonValue
+
+from loopfix.backends.base import BackendError, ClosedOnExit, Generation, Request, dtype_name
+from loopfix.backends.identity import ModelFile, ModelIdentity, model_files
+from loopfix.backends.spec import NO_GUARDS, GuardSpec
 from loopfix.records import DecodeSettings, FinishReason
 
 if TYPE_CHECKING:
@@ -55,26 +59,21 @@ def sampling_params(
     )
 
 
-class VLLMBackend:
+class VLLMBackend(ClosedOnExit):
     """Generate with an in-process vLLM engine; every request carries its own seed and guards.
 
-    guards / guard_args: a loopfix guard spec ("dry+rescue", "cut", "none") and its arguments
-        ("dry.multiplier" -> 0.8). Guards other than `cut` need an engine loaded with
-        `LoopfixLogitsProcessor` (`load` does that).
+    guards: the loopfix guards every request carries ("dry+rescue", "cut", "none"). Guards
+        other than `cut` need an engine loaded with `LoopfixLogitsProcessor` (`load` does that).
     """
 
     name = "vllm"
+    generation_cap: int | None = None  # vLLM's own default cap is not the model's
 
-    def __init__(
-        self,
-        llm: Any,
-        batch_size: int = 256,
-        guards: str = "none",
-        guard_args: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, llm: Any, batch_size: int = 256, guards: GuardSpec = NO_GUARDS) -> None:
         from loopfix.guards.vllm import vllm_guards
 
-        self.guards = vllm_guards(guards, guard_args)
+        # vLLM's form of the already validated guards: flat extra_args and its native cut.
+        self.guards = vllm_guards(guards.spec, guards.args)
         if self.guards.extra_args is not None and not _serves_guards(llm):
             # Without the processor vLLM ignores extra_args: the guards would silently be off.
             raise BackendError(
@@ -93,8 +92,7 @@ class VLLMBackend:
         batch_size: int = 256,
         dtype: str | None = None,
         max_model_len: int | None = None,
-        guards: str = "none",
-        guard_args: Mapping[str, Any] | None = None,
+        guards: GuardSpec = NO_GUARDS,
         processor: bool = False,
         trust_remote_code: bool = False,
     ) -> VLLMBackend:
@@ -114,7 +112,7 @@ class VLLMBackend:
         from loopfix.guards.vllm import LoopfixLogitsProcessor, vllm_guards
         from loopfix.models import resolve_model_path
 
-        wanted = vllm_guards(guards, guard_args)  # fails here, before the engine loads
+        wanted = vllm_guards(guards.spec, guards.args)
         path = resolve_model_path(spec)
         llm = LLM(
             model=path,
@@ -127,7 +125,15 @@ class VLLMBackend:
                 [LoopfixLogitsProcessor] if processor or wanted.extra_args is not None else None
             ),
         )
-        return cls(llm, batch_size, guards, guard_args)
+        return cls(llm, batch_size, guards)
+
+    def with_guards(self, guards: GuardSpec) -> VLLMBackend:
+        """A backend over the same engine that runs `guards` (an engine loaded with
+        `processor=True` serves any)."""
+        return VLLMBackend(self.llm, self.batch_size, guards)
+
+    def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
+        return ModelIdentity(model_files(self.llm.llm_engine.model_config.model, known))
 
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings
@@ -157,16 +163,16 @@ class VLLMBackend:
                 )
                 yield start + offset, generation
 
-    def _record(self, tokens: list[int], reason: FinishReason) -> dict[str, Any] | None:
+    def _record(self, tokens: list[int], reason: FinishReason) -> dict[str, JsonValue] | None:
         """What the guards did, as far as vLLM tells: the spec, and where `cut` stopped."""
         from loopfix.guards.vllm import cut_record
 
         if self.guards.spec == "none":
             return None
-        record: dict[str, Any] = {"guards": self.guards.spec}
+        record: dict[str, JsonValue] = {"guards": self.guards.spec}
         repetition = self.guards.repetition_detection
         if reason == "repetition" and repetition is not None:
-            record["cut"] = cut_record(tokens, repetition)
+            record["cut"] = {**cut_record(tokens, repetition)}
         return record
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from loopfix.cli.common import OptionError, console, examples, narrow_table, work_progress
 from loopfix.cli.options import build, option
 from loopfix.scan.config import ScanConfig
+from loopfix.summaries import Comparison, ScanSummary, Shift
 
 DEFAULT_OUT = ScanConfig.model_fields["out"].default
 
@@ -47,21 +48,21 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_table(summary: dict[str, Any], title: str) -> Table:
+def summary_table(summary: ScanSummary, title: str) -> Table:
     rows = [
         [
-            f"{row['temperature']:g}",
-            str(row["n"]),
-            _percent(row["loop_rate"]),
-            _percent(row["paper_loop_rate"]),
-            _percent(row["cut_rate"]),
-            _percent(row["accuracy"]),
-            _percent(row["accuracy_non_looping"]),
-            "–" if row["mean_length"] is None else f"{row['mean_length']:.1f}",
-            "–" if row["p90_length"] is None else f"{row['p90_length']:.0f}",
-            str(row["overlong"]),
+            f"{row.temperature:g}",
+            str(row.n),
+            _percent(row.loop_rate.value),
+            _percent(row.paper_loop_rate.value),
+            _percent(row.cut_rate.value),
+            _percent(row.accuracy.value),
+            _percent(row.accuracy_non_looping.value),
+            "–" if row.mean_length is None else f"{row.mean_length:.1f}",
+            "–" if row.p90_length is None else f"{row.p90_length:.0f}",
+            str(row.overlong),
         ]
-        for row in summary["settings"]
+        for row in summary.settings
     ]
     return narrow_table(title, SUMMARY_COLUMNS, rows)
 
@@ -78,28 +79,25 @@ COMPARE_COLUMNS = (
 )
 
 
-def compare_table(result: dict[str, Any]) -> Table:
-    rows = []
-    for block in [*result["by_temperature"], {"temperature": "all", **result["overall"]}]:
+def compare_table(result: Comparison, run_a: Path, run_b: Path) -> Table:
+    def arrow(shift: Shift) -> str:
+        return f"{_percent(shift.a)}→{_percent(shift.b)}"
 
-        def arrow(name: str, block: dict[str, Any] = block) -> str:
-            rates = block[name]
-            return f"{_percent(rates['a'])}→{_percent(rates['b'])}"
-
-        t = block["temperature"]
-        rows.append(
-            [
-                t if isinstance(t, str) else ("–" if t is None else f"{t:g}"),
-                str(block["pairs"]),
-                str(block["rescues"]),
-                str(block["regressions"]),
-                f"{block['mcnemar_p']:.3g}",
-                arrow("loop_rate"),
-                arrow("cut_rate"),
-                arrow("accuracy"),
-            ]
-        )
-    title = f"A = {result['a']}  vs  B = {result['b']} (paired on {result['paired_on']})"
+    blocks = [(t.temperature, t.paired) for t in result.by_temperature]
+    rows = [
+        [
+            label if isinstance(label, str) else ("–" if label is None else f"{label:g}"),
+            str(block.pairs),
+            str(block.rescues),
+            str(block.regressions),
+            f"{block.mcnemar_p:.3g}",
+            arrow(block.loop_rate),
+            arrow(block.cut_rate),
+            arrow(block.accuracy),
+        ]
+        for label, block in [*blocks, ("all", result.overall)]
+    ]
+    title = f"A = {run_a}  vs  B = {run_b} (paired on {result.paired_on})"
     return narrow_table(title, COMPARE_COLUMNS, rows)
 
 
@@ -110,9 +108,11 @@ def _run_compare(runs: list[Path], out: Path | None) -> None:
     if out is not None:
         check_output_path(out, *runs, folder=True)
     result = compare_runs(runs[0], runs[1])  # reads only: never repairs a run it compares
-    console.print(compare_table(result))
+    console.print(compare_table(result, runs[0], runs[1]))
     if out is not None:
-        write_json_atomic(out / "compare.json", result)
+        write_json_atomic(
+            out / "compare.json", {"a": str(runs[0]), "b": str(runs[1]), **result.to_json()}
+        )
         console.print(f"wrote {out / 'compare.json'}")
 
 
@@ -126,9 +126,9 @@ def _run(config: Any) -> None:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None
     console.print(summary_table(result.summary, f"{config.model} on {config.suite}"))
-    for note in result.summary["notes"]:
+    for note in result.summary.notes:
         console.print(note, markup=False)
-    for warning in result.summary["warnings"]:
+    for warning in result.summary.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     console.print(
         f"{result.generated} new samples; wrote {config.out}/records.jsonl, "

@@ -15,13 +15,17 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from loopfix.backends.base import BackendError, Request, dtype_name
+from loopfix.backends.open import open_backend
 from loopfix.backends.vllm import cpu_process_env
 from loopfix.consistency.result import CheckResult, Divergence, divergence_status
 from loopfix.consistency.session import Session
 from loopfix.models import ModelLoadError, resolve_model_path
+from loopfix.scan.backend import backend_spec
+from loopfix.scan.config import ScanConfig
 from loopfix.vllm_venv import SOURCE
 
 __all__ = ["check_backend", "vllm_outputs"]
@@ -63,12 +67,12 @@ def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], dict[s
 
 def _server_outputs(session: Session) -> tuple[list[list[int]], bool]:
     """(greedy outputs from config.url, whether any had to be re-tokenized from text)."""
-    from loopfix.backends.openai import OpenAIBackend
-
     config = session.config
     assert config.url is not None
-    server = OpenAIBackend(config.url, model_name=config.model_name, api="completions")
-    try:
+    scan = ScanConfig(
+        model=config.url, backend="openai", api="completions", model_name=config.model_name
+    )
+    with open_backend(backend_spec(scan)) as server:
         requests = [Request(ids=p.ids) for p in session.prompts]
         outputs: list[list[int]] = [[] for _ in requests]
         retokenized = False
@@ -81,12 +85,10 @@ def _server_outputs(session: Session) -> tuple[list[list[int]], bool]:
                 retokenized = True
                 ids = session.tokenizer(generation.text or "", add_special_tokens=False)
                 outputs[index] = list(ids["input_ids"])
-    finally:
-        server.close()
     return outputs, retokenized
 
 
-def _vllm_arm(session: Session) -> tuple[Any, list[list[int]] | None]:
+def _vllm_arm(session: Session) -> tuple[dict[str, JsonValue], list[list[int]] | None]:
     python = session.config.vllm_python
     if not python.exists():
         return {"skipped": f"no {python} (bash scripts/setup-vllm.sh)"}, None
@@ -100,10 +102,10 @@ def _vllm_arm(session: Session) -> tuple[Any, list[list[int]] | None]:
         outputs, ran = vllm_outputs(session, folder)
     except (BackendError, subprocess.TimeoutExpired) as error:
         return {"error": str(error)}, None
-    return ran, outputs
+    return {**ran}, outputs
 
 
-def _server_arm(session: Session) -> tuple[Any, list[list[int]] | None]:
+def _server_arm(session: Session) -> tuple[dict[str, JsonValue], list[list[int]] | None]:
     if session.config.url is None:
         return {"skipped": "no --url given"}, None
     try:
@@ -115,9 +117,9 @@ def _server_arm(session: Session) -> tuple[Any, list[list[int]] | None]:
 
 def check_backend(session: Session) -> CheckResult:
     reference = session.greedy_reference()
-    numbers: dict[str, Any] = {"reference": reference.label}
+    numbers: dict[str, JsonValue] = {"reference": reference.label}
     divergences: list[Divergence] = []
-    ran, errors = [], []
+    ran, errors, skipped = [], [], []
     for name, arm in (("vllm", _vllm_arm), ("server", _server_arm)):
         info, outputs = arm(session)
         if outputs is not None:
@@ -131,9 +133,11 @@ def check_backend(session: Session) -> CheckResult:
             )
         elif "error" in info:
             errors.append(f"{name}: {info['error']}")
+        else:
+            skipped.append(f"{name}: {info['skipped']}")
         numbers[name] = info
     if not ran and not errors:
-        reason = "; ".join(f"{k}: {numbers[k]['skipped']}" for k in ("vllm", "server"))
+        reason = "; ".join(skipped)
         return CheckResult("backend", "skipped", reason, numbers, reason=reason)
     status = "fail" if errors else divergence_status(divergences)
     return CheckResult("backend", status, "; ".join(ran + errors), numbers, divergences)

@@ -56,9 +56,9 @@ def combined_stage(
     rows: list[dict[str, Any]] = []
     for entry in compared.entries:
         samples = list(read_samples(Path(entry.run) / "records.jsonl"))
-        paired = compare_samples(unpatched[BASELINE], samples)["overall"]
+        paired = compare_samples(unpatched[BASELINE], samples).overall.to_json()
         # Against the same guard without the patch: what the patch adds to the guard.
-        alone = compare_samples(unpatched[entry.guard], samples)["overall"]
+        alone = compare_samples(unpatched[entry.guard], samples).overall.to_json()
         arm = "patch" if entry.guard == BASELINE else f"patch + {entry.guard}"
         rows.append(
             {

@@ -66,7 +66,7 @@ def _temperature_pairs(measure: MeasureStage, s: MeasureSetting) -> dict[str, An
         records = list(read_samples(Path(measure.scan) / "records.jsonl"))
         here = [r for r in records if r.settings["temperature"] == s.temperature]
         there = [r for r in records if r.settings["temperature"] == loopiest.temperature]
-        paired = compare_samples(there, here)["overall"]
+        paired = compare_samples(there, here).overall.to_json()
     except (OSError, ValueError):  # no records to pair: count the answers instead
         right_here, right_there = _correct(s), _correct(loopiest)
         net = 0 if right_here is None or right_there is None else right_here - right_there

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from loopfix.backends.base import Backend
 from loopfix.doctor.config import (
@@ -34,6 +33,7 @@ from loopfix.progress import Progress, ProgressFactory, line_progress
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.suites import BUILTIN_SUITES
+from loopfix.summaries import ScanSummary
 from loopfix.urls import is_url
 
 __all__ = [
@@ -94,20 +94,21 @@ def measure_backend_name(config: DoctorConfig) -> str:
 def open_measure_backend(config: DoctorConfig) -> tuple[Backend, bool]:
     """The in-process backend of the measure stage (hf or openai), and whether the model is a
     star-graph testbed (its tokenizer is the testbed's)."""
-    if is_url(config.model):
-        from loopfix.scan.backend import open_backend
+    from loopfix.backends.open import open_backend
+    from loopfix.scan.backend import backend_spec
 
+    if is_url(config.model):
         server = ScanConfig(
             model=config.model,
             backend="openai",
             model_name=config.model_name,
             batch_size=config.batch_size,
         )
-        return open_backend(server), False
-    from loopfix.backends.hf import HFBackend
+        return open_backend(backend_spec(server)), False
+    from loopfix.backends.spec import BackendSpec
     from loopfix.lab.tokenizer import is_testbed_tokenizer
 
-    hf = HFBackend.load(config.model, batch_size=config.batch_size)
+    hf = open_backend(BackendSpec("hf", config.model, config.batch_size))
     return hf, is_testbed_tokenizer(hf.tokenizer)
 
 
@@ -155,22 +156,21 @@ def measure_stage(
             # the identity of a scan that generated nothing (none when vLLM died loading)
             (folder / "scan.json").unlink(missing_ok=True)
     backend, testbed = open_measure_backend(config)
-    try:
+    with backend:
         resolved = config.resolved(testbed)
         scan = scan_config(resolved, folder, resolved.temperatures)
         summary = run_scan(scan, backend, on_progress).summary
-    finally:
-        backend.close()
     return _measured(resolved, testbed, folder, summary)
 
 
 def _measured(
-    config: DoctorConfig, testbed: bool, folder: Path, summary: dict[str, Any]
+    config: DoctorConfig, testbed: bool, folder: Path, summary: ScanSummary
 ) -> MeasureStage:
     # Nothing generated at all (every prompt over-long) is run_scan's one-line error.
     assert config.suite is not None and config.max_new_tokens is not None
-    settings = [MeasureSetting.from_summary(row) for row in summary["settings"]]
-    ran = summary["backend"]  # what ran: the dtype is the one the checkpoint loaded in
+    settings = [MeasureSetting.from_summary(row.to_json()) for row in summary.settings]
+    ran = summary.backend  # what ran: the dtype is the one the checkpoint loaded in
+    assert ran is not None  # run_scan records it
     return MeasureStage(
         config.suite,
         config.max_new_tokens,
@@ -178,8 +178,8 @@ def _measured(
         settings,
         testbed,
         config.model_dump(mode="json"),
-        ran["name"],
-        ran["dtype"],
+        ran.name,
+        ran.dtype,
     )
 
 

@@ -27,6 +27,7 @@ from loopfix.guards.rescue import RescueGuard
 
 __all__ = [
     "GUARDS",
+    "build_chain",
     "guard_names",
     "parse_guard_args",
     "parse_guards",
@@ -143,11 +144,21 @@ def parse_guards(
         decides how `rescue` escapes a loop.
     """
     names, by_guard = spec_args(spec, guard_args)
+    params = {name: validate_params(name, by_guard.get(name, {})) for name in names}
+    return build_chain(params, context, rollback=rollback)
+
+
+def build_chain(
+    params: Mapping[str, GuardParams],
+    context: GuardContext | None = None,
+    *,
+    rollback: bool = True,
+) -> GuardChain:
+    """The chain of already validated guards (name -> parameters, in canonical order)."""
     guards: list[Guard] = []
-    for name in names:
-        params = validate_params(name, by_guard.get(name, {}))
+    for name, own in params.items():
         if name == RescueGuard.name:
-            guards.append(RescueGuard(params, context, rollback=rollback))
+            guards.append(RescueGuard(own, context, rollback=rollback))
         else:
-            guards.append(GUARDS[name](params, context))
+            guards.append(GUARDS[name](own, context))
     return GuardChain(guards)

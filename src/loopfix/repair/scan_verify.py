@@ -4,7 +4,8 @@ fresh graphs are the `stargraph` suite).
 Each held-out prompt set is written as a JSON-lines suite (`OUT/verification/verify.jsonl`,
 `causal.jsonl`) and every arm (base, a candidate, its control, an activation-level ablation)
 is a scan of it with the in-memory model under the arm's patch or hooks, into its own folder
-under `OUT/verification/` (kept, so `loopfix scan --compare` can re-pair any two arms). Every
+under `OUT/verification/` (kept, so `loopfix scan --compare` can re-pair any two arms). A
+patched arm's scan.json names the patch (`patch_id`) beside the base model's files. Every
 arm uses the records' decode settings and cap and the same seed, so a prompt's sample in one arm
 pairs with its sample in another under the same sampler seed.
 
@@ -15,6 +16,7 @@ without loop / wrong stop / unjudged on other suites.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -37,7 +39,16 @@ from loopfix.suites import SuiteItem
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["ScanOutcomes", "ScanPrompts"]
+    from loopfix.patch import Patch
+
+__all__ = ["ScanOutcomes", "ScanPrompts", "patch_id"]
+
+
+def patch_id(patch: Patch) -> str:
+    """SHA-256 over every touched tensor's name and its hashes before and after the edit: with
+    the base model's files, it names the patched weights exactly."""
+    edits = [[edit.name, edit.sha256_before, edit.sha256_after] for edit in patch.edits]
+    return hashlib.sha256(json.dumps(edits).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,7 @@ class ScanOutcomes:
     folder: Path
 
     def summary(self) -> dict[str, Any]:
-        stats = setting_summary(list(self.samples))
+        stats = setting_summary(list(self.samples)).to_json()
         return {
             **{
                 key: stats[key]
@@ -89,7 +100,9 @@ class ScanPrompts:
                 "".join(json.dumps(item.to_dict(), ensure_ascii=False) + "\n" for item in items)
             )
 
-    def generate(self, prompts: str, temperature: float, label: str) -> ScanOutcomes:
+    def generate(
+        self, prompts: str, temperature: float, label: str, patch: Patch | None = None
+    ) -> ScanOutcomes:
         self.runs += 1
         out = self.folder / f"{self.runs:02d}-{_slug(label)}-{prompts}-T{temperature:g}"
         scan = self.scan.model_copy(
@@ -107,12 +120,19 @@ class ScanPrompts:
             }
         )
         progress = None if self.report is None else line_progress(out.name, self.report)
-        run_scan(scan, HFBackend(self.model, self.tokenizer, batch_size=scan.batch_size), progress)
+        backend = HFBackend(
+            self.model,
+            self.tokenizer,
+            scan.batch_size,
+            source=scan.model,
+            patch=None if patch is None else patch_id(patch),
+        )
+        run_scan(scan, backend, progress)
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
     @staticmethod
     def compare(base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
-        paired = compare_samples(list(base.samples), list(other.samples))["overall"]
+        paired = compare_samples(list(base.samples), list(other.samples)).overall.to_json()
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(
             arm[s.prompt_id, s.sample_index].meta["outcome"]

@@ -21,6 +21,8 @@ from loopfix.scan.stats import student_t_quantile
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
+    from loopfix.patch import Patch
+
 __all__ = ["PromptSets", "Verifier", "reduction_interval", "temperature_key"]
 
 
@@ -32,9 +34,11 @@ OutcomesT = TypeVar("OutcomesT", bound=Summarised)
 
 
 class PromptSets(Protocol[OutcomesT]):
-    def generate(self, prompts: str, temperature: float, label: str) -> OutcomesT:
+    def generate(
+        self, prompts: str, temperature: float, label: str, patch: Patch | None = None
+    ) -> OutcomesT:
         """Generate on the prompt set `prompts` with the model as it is now; `label` names the
-        arm (for sources that keep their generations)."""
+        arm (for sources that keep their generations), `patch` the patch applied to it."""
         ...
 
     def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
@@ -63,9 +67,10 @@ class Verifier(Generic[OutcomesT]):
         temperature: float,
         context: AbstractContextManager[Any] | None = None,
         label: str = "base",
+        patch: Patch | None = None,
     ) -> OutcomesT:
         with context or nullcontext():
-            return self.source.generate(prompts, temperature, label)
+            return self.source.generate(prompts, temperature, label, patch)
 
     def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
         return self.source.compare(base, other)
@@ -90,7 +95,7 @@ class Verifier(Generic[OutcomesT]):
         if key not in self._edited:
             patch = build_patch(self.model, candidate.requests)
             self._edited[key] = self.run(
-                prompts, temperature, patched(self.model, patch), candidate.label()
+                prompts, temperature, patched(self.model, patch), candidate.label(), patch
             )
         return self._edited[key]
 

@@ -1,49 +1,44 @@
-"""Open the backend a `ScanConfig` asks for (imports stay lazy: vllm, httpx and ray are extras)."""
+"""The `BackendSpec` a `ScanConfig` asks for (`open_backend` opens it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from loopfix.backends.base import Backend
+from loopfix.backends.base import BackendError
+from loopfix.backends.spec import NO_GUARDS, BackendSpec, GuardSpec, OpenAIOptions, RayOptions
 from loopfix.scan.config import ScanConfig
 
-__all__ = ["open_backend"]
+__all__ = ["backend_spec"]
 
 
-def open_backend(config: ScanConfig) -> Backend:
-    if config.ray_address is not None:
-        from loopfix.backends.ray import RayBackend
-
-        return RayBackend(config.ray_address, config.backend, config.model, _local_options(config))
+def backend_spec(
+    config: ScanConfig, guards: GuardSpec = NO_GUARDS, *, processor: bool = False
+) -> BackendSpec:
+    """The backend `config` names; `guards` and `processor` as in `BackendSpec` (compare)."""
+    openai = None
     if config.backend == "openai":
-        from loopfix.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(
-            config.model,
-            model_name=config.model_name,
-            api=config.api,
-            concurrency=config.concurrency,
-            batch_size=config.batch_size,
-            api_key_env=config.api_key_env,
-            timeout=config.timeout,
-            think=config.think,
+        openai = OpenAIOptions(
+            config.model_name,
+            config.api,
+            config.concurrency,
+            config.api_key_env,
+            config.timeout,
+            config.think,
         )
-    if config.backend == "vllm":
-        from loopfix.backends.vllm import VLLMBackend
-
-        return VLLMBackend.load(config.model, **_local_options(config))
-    from loopfix.backends.hf import HFBackend
-
-    return HFBackend.load(config.model, **_local_options(config))
-
-
-def _local_options(config: ScanConfig) -> dict[str, Any]:
-    """Keyword arguments of `HFBackend.load` or `VLLMBackend.load`."""
-    options: dict[str, Any] = {
-        "batch_size": config.batch_size,
-        "dtype": config.dtype,
-        "trust_remote_code": config.trust_remote_code,
-    }
-    if config.backend == "hf":
-        options |= {"device": config.device, "capture": config.capture}
-    return options
+    ray = None
+    if config.ray_address is not None:
+        if config.backend == "openai":
+            raise BackendError("Ray fans out the hf or vllm backend, not openai")
+        ray = RayOptions(config.ray_address, config.backend)
+    return BackendSpec(
+        "ray" if ray is not None else config.backend,
+        config.model,
+        config.batch_size,
+        dtype=config.dtype,
+        # hf only, as the settings' descriptions say
+        device=config.device if config.backend == "hf" else None,
+        capture=config.capture if config.backend == "hf" else False,
+        trust_remote_code=config.trust_remote_code,
+        guards=guards,
+        processor=processor,
+        openai=openai,
+        ray=ray,
+    )

@@ -8,12 +8,13 @@ asks whether rescues and regressions differ by more than chance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from loopfix.records import Sample, read_samples
 from loopfix.scan.stats import mcnemar_exact
 from loopfix.scan.summary import is_loop
+from loopfix.summaries import Comparison, Paired, Shift, TemperaturePaired
 
 __all__ = ["compare_runs", "compare_samples"]
 
@@ -28,37 +29,36 @@ def _keyed(samples: list[Sample], with_temperature: bool) -> dict[PairKey, Sampl
     }
 
 
-def _paired_block(pairs: list[tuple[Sample, Sample]]) -> dict[str, Any]:
+def _shift(metric: Callable[[Sample], float | None], pairs: list[tuple[Sample, Sample]]) -> Shift:
+    if not pairs:
+        return Shift(None, None, None)
+    a = sum(metric(x) or 0.0 for x, _ in pairs) / len(pairs)
+    b = sum(metric(y) or 0.0 for _, y in pairs) / len(pairs)
+    return Shift(a, b, b - a)
+
+
+def _paired(pairs: list[tuple[Sample, Sample]]) -> Paired:
     judged = [(a, b) for a, b in pairs if a.correct is not None and b.correct is not None]
     rescues = sum(not a.correct and bool(b.correct) for a, b in judged)
     regressions = sum(bool(a.correct) and not b.correct for a, b in judged)
-    n = len(pairs)
-
-    def rates(metric: Any, group: list[tuple[Sample, Sample]]) -> dict[str, float | None]:
-        if not group:
-            return {"a": None, "b": None, "delta": None}
-        a = sum(metric(x) for x, _ in group) / len(group)
-        b = sum(metric(y) for _, y in group) / len(group)
-        return {"a": a, "b": b, "delta": b - a}
-
-    return {
-        "pairs": n,
-        "judged_pairs": len(judged),
-        "rescues": rescues,
-        "regressions": regressions,
-        "mcnemar_p": mcnemar_exact(rescues, regressions),
-        "loops_removed": sum(is_loop(a) and not is_loop(b) for a, b in pairs),
-        "loops_added": sum(not is_loop(a) and is_loop(b) for a, b in pairs),
-        "loop_rate": rates(is_loop, pairs),
-        "cut_rate": rates(lambda s: s.finish_reason == "length", pairs),
-        "accuracy": rates(lambda s: bool(s.correct), judged),
-        "mean_length": rates(
+    return Paired(
+        pairs=len(pairs),
+        judged_pairs=len(judged),
+        rescues=rescues,
+        regressions=regressions,
+        mcnemar_p=mcnemar_exact(rescues, regressions),
+        loops_removed=sum(is_loop(a) and not is_loop(b) for a, b in pairs),
+        loops_added=sum(not is_loop(a) and is_loop(b) for a, b in pairs),
+        loop_rate=_shift(is_loop, pairs),
+        cut_rate=_shift(lambda s: s.finish_reason == "length", pairs),
+        accuracy=_shift(lambda s: bool(s.correct), judged),
+        mean_length=_shift(
             lambda s: s.length, [(a, b) for a, b in pairs if None not in (a.length, b.length)]
         ),
-    }
+    )
 
 
-def compare_samples(a: list[Sample], b: list[Sample]) -> dict[str, Any]:
+def compare_samples(a: list[Sample], b: list[Sample]) -> Comparison:
     temperatures_a = {s.settings["temperature"] for s in a}
     temperatures_b = {s.settings["temperature"] for s in b}
     single = len(temperatures_a) == len(temperatures_b) == 1
@@ -71,17 +71,18 @@ def compare_samples(a: list[Sample], b: list[Sample]) -> dict[str, Any]:
     by_temperature: dict[float | None, list[tuple[Sample, Sample]]] = {}
     for key, pair in zip(shared, pairs, strict=True):
         by_temperature.setdefault(key[2], []).append(pair)
-    return {
-        "paired_on": "prompt, sample, temperature" if with_temperature else "prompt, sample",
-        "unpaired": {"a": len(keyed_a) - len(pairs), "b": len(keyed_b) - len(pairs)},
-        "overall": _paired_block(pairs),
-        "by_temperature": [
-            {"temperature": t, **_paired_block(group)} for t, group in by_temperature.items()
-        ],
-    }
+    return Comparison(
+        paired_on="prompt, sample, temperature" if with_temperature else "prompt, sample",
+        unpaired_a=len(keyed_a) - len(pairs),
+        unpaired_b=len(keyed_b) - len(pairs),
+        overall=_paired(pairs),
+        by_temperature=tuple(
+            TemperaturePaired(t, _paired(group)) for t, group in by_temperature.items()
+        ),
+    )
 
 
-def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
+def compare_runs(run_a: Path, run_b: Path) -> Comparison:
     """Paired comparison of the records of two run directories (A = before, B = after)."""
     samples = []
     for run in (run_a, run_b):
@@ -89,4 +90,4 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         if not path.is_file():
             raise FileNotFoundError(f"{run} holds no records.jsonl: not a scan directory")
         samples.append(list(read_samples(path)))
-    return {"a": str(run_a), "b": str(run_b), **compare_samples(*samples)}
+    return compare_samples(*samples)

@@ -9,9 +9,9 @@ refused, so one store never mixes two experiments.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from loopfix.errors import LoopfixError
 from loopfix.records import MAX_PROMPTS, DecodeSettings, SamplerSettings, Temperature
@@ -98,5 +98,7 @@ class ScanConfig(SamplerSettings):
             for t in self.temperatures
         ]
 
-    def identity(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude=_NOT_IDENTITY)
+    def identity(self) -> dict[str, JsonValue]:
+        """The settings that decide which records a run holds, as JSON (scan.json's config)."""
+        identity: dict[str, JsonValue] = self.model_dump(mode="json", exclude=_NOT_IDENTITY)
+        return identity

@@ -29,15 +29,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loopfix.atomic import write_json_atomic
-from loopfix.backends.base import Backend, dtype_name
+from loopfix.backends.base import Backend
+from loopfix.backends.hf import HFBackend
+from loopfix.backends.open import open_backend
+from loopfix.backends.spec import GuardSpec
 from loopfix.backends.timed import TimedBackend
-from loopfix.guards.base import GuardContext, GuardError
-from loopfix.guards.registry import guard_names, parse_guards
+from loopfix.backends.vllm import VLLMBackend
+from loopfix.guards.base import GuardError
 from loopfix.progress import ProgressFactory
 from loopfix.records import read_samples
+from loopfix.scan.backend import backend_spec
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
 from loopfix.scan.run import run_scan
+from loopfix.summaries import Paired, ScanSummary
 
 __all__ = [
     "RANKING",
@@ -109,22 +114,21 @@ def ranked(rows: Iterable[RowT]) -> list[RowT]:
     return sorted(rows, key=lambda row: (row.get("temperature") or 0.0, answers_first(row)))
 
 
-def _check(config: CompareConfig) -> list[str]:
+def _check(config: CompareConfig) -> dict[str, GuardSpec]:
+    """Every compared guard spec as given, "none" first, each parsed and validated once."""
     if config.scan.backend not in ("hf", "vllm") or config.scan.ray_address is not None:
         raise GuardError(
             "compare runs the guards in-process: use --backend hf or vllm (a server applies "
             "its own guards; scan it with loopfix scan --backend openai)"
         )
-    guards = list(dict.fromkeys(config.guards))
-    if BASELINE not in guards:
-        guards.insert(0, BASELINE)  # everything is paired against it
+    specs = list(dict.fromkeys(config.guards))
+    if BASELINE not in specs:
+        specs.insert(0, BASELINE)  # everything is paired against it
+    guards = {spec: GuardSpec.parse(spec, config.guard_args, shared=True) for spec in specs}
     mentioned = {key.partition(".")[0] for key in config.guard_args}
-    in_specs = {name for spec in guards for name in parse_guards(spec).names}
-    unused = sorted(mentioned - in_specs)
+    unused = sorted(mentioned - {name for chain in guards.values() for name in chain.params})
     if unused:
         raise GuardError(f"--guard-arg for {', '.join(unused)}, which no compared guard uses")
-    for spec in guards:
-        _chain(spec, config.guard_args, None)
     path = Path(config.scan.out) / "compare.json"
     if path.exists() and _stored_identity(path) != config.identity():
         raise GuardError(
@@ -135,63 +139,22 @@ def _check(config: CompareConfig) -> list[str]:
     return guards
 
 
-def _chain(spec: str, guard_args: dict[str, Any], context: GuardContext | None) -> Any:
-    return parse_guards(spec, _own_args(spec, guard_args), context)
-
-
-def _own_args(spec: str, guard_args: dict[str, Any]) -> dict[str, Any]:
-    names = set(guard_names(spec))
-    return {k: v for k, v in guard_args.items() if k.partition(".")[0] in names}
-
-
 class _Engines:
-    """The loaded model, and a backend for one guard spec over it."""
+    """The weights, loaded once, and a backend over them for each compared guard spec."""
 
-    def __init__(self, config: CompareConfig) -> None:
+    def __init__(self, config: CompareConfig, guards: dict[str, GuardSpec]) -> None:
         scan = config.scan
-        self.config = config
-        if scan.backend == "vllm":
-            from loopfix.backends.vllm import VLLMBackend
-
-            # One engine for every guard: it carries the processor, requests carry the guards.
-            self.vllm = VLLMBackend.load(
-                scan.model,
-                batch_size=scan.batch_size,
-                dtype=scan.dtype,
-                processor=True,
-                trust_remote_code=scan.trust_remote_code,
-            )
-        else:
-            from loopfix.models import load_model
-
-            self.model, self.tokenizer = load_model(
-                scan.model,
-                device=scan.device,
-                dtype=scan.dtype,
-                trust_remote_code=scan.trust_remote_code,
-            )
+        # vLLM: one engine for every guard; it carries the processor, requests carry the guards.
+        loaded = open_backend(backend_spec(scan, processor=scan.backend == "vllm"))
+        assert isinstance(loaded, HFBackend | VLLMBackend)  # `_check` refused the others
+        self.loaded, self.guards = loaded, guards
 
     def ran_on(self) -> dict[str, str | None]:
         """The engine and the dtype it actually runs in: what a result may be compared with."""
-        if self.config.scan.backend == "vllm":
-            return {"name": "vllm", "dtype": self.vllm.dtype}
-        return {"name": "hf", "dtype": dtype_name(self.model.dtype)}
+        return {"name": self.loaded.name, "dtype": self.loaded.dtype}
 
     def backend(self, spec: str) -> Backend:
-        args = self.config.guard_args
-        if self.config.scan.backend == "vllm":
-            from loopfix.backends.vllm import VLLMBackend
-
-            return VLLMBackend(self.vllm.llm, self.vllm.batch_size, spec, _own_args(spec, args))
-        from loopfix.backends.hf import HFBackend
-
-        context = GuardContext.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
-        return HFBackend(
-            self.model,
-            self.tokenizer,
-            self.config.scan.batch_size,
-            build_chain=lambda: _chain(spec, args, context),
-        )
+        return self.loaded.with_guards(self.guards[spec])
 
 
 def _run_one(
@@ -278,29 +241,29 @@ class CompareResult:
 
 
 def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEntry:
-    summary = _read_json(run / "summary.json", {})["settings"][0]
+    summary = ScanSummary.from_json(json.loads((run / "summary.json").read_text())).settings[0]
     records = list(read_samples(run / "records.jsonl"))
     try:
-        paired = compare_samples(list(read_samples(baseline / "records.jsonl")), records)["overall"]
+        paired: Paired | None = compare_samples(
+            list(read_samples(baseline / "records.jsonl")), records
+        ).overall
     except ValueError:  # no generated pairs (every prompt over-long): nothing to compare
-        paired = dict.fromkeys(
-            ("rescues", "regressions", "mcnemar_p", "loops_removed", "loops_added")
-        )
+        paired = None
     timing = _read_json(run / "timing.json", {"tokens": 0, "seconds": 0.0})
     return GuardEntry(
         guard=spec,
         temperature=temperature,
-        n=summary["n"],
-        loop_rate=summary["loop_rate"],
-        cut_rate=summary["cut_rate"],
-        accuracy=summary["accuracy"],
-        mean_length=summary["mean_length"],
+        n=summary.n,
+        loop_rate=summary.loop_rate.value,
+        cut_rate=summary.cut_rate.value,
+        accuracy=summary.accuracy.value,
+        mean_length=summary.mean_length,
         rescues=sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
-        rescued_samples=paired["rescues"],
-        regressions=paired["regressions"],
-        mcnemar_p=paired["mcnemar_p"],
-        loops_removed=paired["loops_removed"],
-        loops_added=paired["loops_added"],
+        rescued_samples=None if paired is None else paired.rescues,
+        regressions=None if paired is None else paired.regressions,
+        mcnemar_p=None if paired is None else paired.mcnemar_p,
+        loops_removed=None if paired is None else paired.loops_removed,
+        loops_added=None if paired is None else paired.loops_added,
         tokens_per_s=timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
         run=str(run),
     )
@@ -322,13 +285,15 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
     from loopfix.report.guard_comparison import write_compare_report
 
     guards = _check(config)
-    engines = _Engines(config)
+    engines = _Engines(config, guards)
     entries = []
     notes: list[str] = []
     for temperature in config.scan.temperatures:
         runs = {spec: _run_one(config, spec, temperature, engines, progress) for spec in guards}
         entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
-        notes = _read_json(runs[BASELINE] / "summary.json", {})["notes"]
+        notes = list(
+            ScanSummary.from_json(json.loads((runs[BASELINE] / "summary.json").read_text())).notes
+        )
     entries = _with_ranks(entries)
     result = CompareResult(
         model=config.scan.model,

@@ -3,9 +3,7 @@ defaults without loading a model library)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from loopfix.scan.config import ScanConfig
 
@@ -23,11 +21,12 @@ class CompareConfig(BaseModel):
         min_length=1,
         description="guard specs to compare, each a chain like 'rescue+dry'",
     )
-    guard_args: dict[str, Any] = Field({}, description="'guard.parameter' -> value")
+    guard_args: dict[str, JsonValue] = Field({}, description="'guard.parameter' -> value")
 
-    def identity(self) -> dict[str, Any]:
-        return {
-            "guards": self.guards,
-            "guard_args": self.guard_args,
-            "scan": self.scan.model_dump(mode="json", exclude={"out", "temperatures"}),
-        }
+    def identity(self) -> dict[str, JsonValue]:
+        """compare.json: what decides the runs a comparison holds."""
+        identity: dict[str, JsonValue] = self.model_dump(
+            mode="json", include={"guards", "guard_args"}
+        )
+        identity["scan"] = self.scan.model_dump(mode="json", exclude={"out", "temperatures"})
+        return identity

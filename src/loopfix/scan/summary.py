@@ -14,18 +14,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from loopfix.records import Sample
 from loopfix.scan.detection import paper_ngram
 from loopfix.scan.stats import wilson_interval
+from loopfix.summaries import Rate, ScanSummary, SettingSummary
 
-__all__ = ["COUNTS", "detector_looping", "is_loop", "setting_summary", "summarize"]
-
-COUNTS = ("loops", "detector_looping")
-"""Per-setting counts that `summarize` also totals over the whole run."""
+__all__ = ["detector_looping", "is_loop", "setting_summary", "summarize"]
 
 
 def is_loop(sample: Sample) -> bool:
@@ -45,23 +42,19 @@ def detector_looping(sample: Sample) -> bool:
     return sample.looping
 
 
-def _rate(name: str, hits: int, n: int) -> dict[str, Any]:
-    interval = wilson_interval(hits, n)
-    return {name: hits / n if n else None, f"{name}_ci95": list(interval) if interval else None}
+def _rate(hits: int, n: int) -> Rate:
+    return Rate(hits / n if n else None, wilson_interval(hits, n))
 
 
-def _lengths(lengths: list[int]) -> dict[str, float | None]:
+def _lengths(lengths: list[int]) -> tuple[float | None, float | None, float | None]:
+    """Mean, median and 90th percentile."""
     if not lengths:
-        return {"mean_length": None, "median_length": None, "p90_length": None}
+        return None, None, None
     values = np.asarray(lengths, dtype=float)
-    return {
-        "mean_length": float(values.mean()),
-        "median_length": float(np.median(values)),
-        "p90_length": float(np.percentile(values, 90)),
-    }
+    return float(values.mean()), float(np.median(values)), float(np.percentile(values, 90))
 
 
-def setting_summary(samples: list[Sample]) -> dict[str, Any]:
+def setting_summary(samples: list[Sample]) -> SettingSummary:
     """The statistics of the samples of one decode setting."""
     settings = samples[0].settings
     overlong = [s for s in samples if s.meta.get("overlong")]
@@ -70,45 +63,50 @@ def setting_summary(samples: list[Sample]) -> dict[str, Any]:
     judged_non_looping = [s for s in judged if not is_loop(s)]
     n = len(generated)
     loops = sum(map(is_loop, generated))
-    return {
-        "temperature": settings["temperature"],
-        "settings": settings,
-        "n": n,
-        "overlong": len(overlong),
-        "errors": len(samples) - len(overlong) - n,
-        "loops": loops,
-        **_rate("loop_rate", loops, n),
-        "detector_looping": sum(map(detector_looping, generated)),
-        **_rate("paper_loop_rate", sum(bool(s.meta.get("paper_loop")) for s in generated), n),
-        "paper_ngram": list(paper_ngram(int(settings["max_new_tokens"]))),
-        **_rate("cut_rate", sum(s.finish_reason == "length" for s in generated), n),
-        "server_repetition": sum(s.finish_reason == "repetition" for s in generated),
-        "judged": len(judged),
-        **_rate("accuracy", sum(bool(s.correct) for s in judged), len(judged)),
-        "judged_non_looping": len(judged_non_looping),
-        **_rate(
-            "accuracy_non_looping",
-            sum(bool(s.correct) for s in judged_non_looping),
-            len(judged_non_looping),
+    mean_length, median_length, p90_length = _lengths(
+        [s.length for s in generated if s.length is not None]
+    )
+    return SettingSummary(
+        temperature=settings["temperature"],
+        settings=settings,
+        n=n,
+        overlong=len(overlong),
+        errors=len(samples) - len(overlong) - n,
+        loops=loops,
+        loop_rate=_rate(loops, n),
+        detector_looping=sum(map(detector_looping, generated)),
+        paper_loop_rate=_rate(sum(bool(s.meta.get("paper_loop")) for s in generated), n),
+        paper_ngram=paper_ngram(int(settings["max_new_tokens"])),
+        cut_rate=_rate(sum(s.finish_reason == "length" for s in generated), n),
+        server_repetition=sum(s.finish_reason == "repetition" for s in generated),
+        judged=len(judged),
+        accuracy=_rate(sum(bool(s.correct) for s in judged), len(judged)),
+        judged_non_looping=len(judged_non_looping),
+        accuracy_non_looping=_rate(
+            sum(bool(s.correct) for s in judged_non_looping), len(judged_non_looping)
         ),
-        **_lengths([s.length for s in generated if s.length is not None]),
-        "unknown_lengths": sum(s.length is None for s in generated),
-        "outcomes": dict(Counter(s.meta["outcome"] for s in generated if "outcome" in s.meta)),
-    }
+        mean_length=mean_length,
+        median_length=median_length,
+        p90_length=p90_length,
+        unknown_lengths=sum(s.length is None for s in generated),
+        outcomes=dict(Counter(s.meta["outcome"] for s in generated if "outcome" in s.meta)),
+    )
 
 
-def summarize(records: Iterable[Sample]) -> dict[str, Any]:
-    """`settings`: one summary per decode setting, by temperature; the run's total of each of
-    `COUNTS`; the over-long prompts."""
+def summarize(records: Iterable[Sample]) -> ScanSummary:
+    """One summary per decode setting, by temperature; the run's total of each count; the
+    over-long prompts."""
     groups: dict[str, list[Sample]] = {}
     for sample in records:
         groups.setdefault(json.dumps(sample.settings, sort_keys=True), []).append(sample)
     ordered = sorted(groups.values(), key=lambda group: group[0].settings["temperature"])
-    overlong = sorted({s.prompt_id for g in ordered for s in g if s.meta.get("overlong")})
-    settings = [setting_summary(group) for group in ordered]
-    return {
-        "settings": settings,
-        "records": sum(len(group) for group in ordered),
-        **{count: sum(setting[count] for setting in settings) for count in COUNTS},
-        "overlong_prompts": overlong,
-    }
+    settings = tuple(setting_summary(group) for group in ordered)
+    return ScanSummary(
+        settings=settings,
+        records=sum(len(group) for group in ordered),
+        loops=sum(setting.loops for setting in settings),
+        detector_looping=sum(setting.detector_looping for setting in settings),
+        overlong_prompts=tuple(
+            sorted({s.prompt_id for g in ordered for s in g if s.meta.get("overlong")})
+        ),
+    )

@@ -118,17 +118,18 @@ def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> Te
         choices = arm_choices(graph, walk)
         pairs += max(0, len(choices) - 1)
         repeats += sum(a == b != -1 for a, b in zip(choices, choices[1:], strict=False))
-    counts = summary["outcomes"]
+    counts = summary.outcomes
+    assert summary.mean_length is not None  # every testbed sample is generated here, with ids
     return TemperatureResult(
-        temperature=summary["temperature"],
-        n=summary["n"],
-        success=summary["accuracy"],
-        loop_rate=summary["loop_rate"],
-        paper_loop_rate=summary["paper_loop_rate"],
+        temperature=summary.temperature,
+        n=summary.n,
+        success=summary.accuracy.measured,
+        loop_rate=summary.loop_rate.measured,
+        paper_loop_rate=summary.paper_loop_rate.measured,
         legal_rate=legal / moves,
-        valid_rate=valid / summary["n"],
-        cut_rate=summary["cut_rate"],
-        mean_length=summary["mean_length"],
+        valid_rate=valid / summary.n,
+        cut_rate=summary.cut_rate.measured,
+        mean_length=summary.mean_length,
         outcomes={name: counts.get(name, 0) for name in STARGRAPH_OUTCOMES},
         repeat_choice_rate=repeats / pairs if pairs else None,
         repeat_choice_pairs=pairs,

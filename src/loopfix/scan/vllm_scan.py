@@ -28,6 +28,7 @@ from loopfix.backends.vllm import cpu_process_env
 from loopfix.progress import Progress
 from loopfix.scan.config import ScanConfig
 from loopfix.stages import note_peak, peak_rss_mib
+from loopfix.summaries import ScanSummary
 from loopfix.vllm_venv import SOURCE
 
 __all__ = ["MESSAGE_PREFIX", "VLLMScanFailed", "scan_under_vllm"]
@@ -42,9 +43,9 @@ class VLLMScanFailed(BackendError):
 
 def scan_under_vllm(
     config: ScanConfig, python: Path, threads: int, on_progress: Progress | None = None
-) -> dict:
+) -> ScanSummary:
     """Run `config` (backend `vllm`) under `python` with `threads` OpenMP threads; the scan's
-    summary.json as a dict."""
+    summary.json."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     job = out / "vllm_scan.json"
@@ -84,7 +85,7 @@ def scan_under_vllm(
         last = tail[0] if tail else "no output"
         path = out / LOG_NAME
         raise VLLMScanFailed(f"the vLLM scan under {python} exited {code} ({path}): {last}")
-    return dict(json.loads((out / "summary.json").read_text()))
+    return ScanSummary.from_json(json.loads((out / "summary.json").read_text()))
 
 
 def _tell(message: dict) -> None:

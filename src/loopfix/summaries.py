@@ -1,0 +1,286 @@
+"""The typed summaries of a run's records: what a scan's summary.json holds (`ScanSummary`, one
+`SettingSummary` per decode setting, each rate a `Rate`) and a paired comparison of two runs
+(`Comparison`, its blocks `Paired`).
+
+`scan` computes them (`scan.summary`, `scan.compare`); `report`, `doctor`, `repair` and the
+CLI read them by attribute. Each has one writer, `to_json`, which gives the file's shape (a rate
+as `name` and `name_ci95`), and one reader, `from_json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "BackendRan",
+    "Comparison",
+    "Paired",
+    "Rate",
+    "ScanSummary",
+    "SettingSummary",
+    "Shift",
+    "TemperaturePaired",
+]
+
+Prompting = Literal["chat-template", "completion"]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A share with its Wilson 95% interval; `value` None when nothing was counted."""
+
+    value: float | None
+    ci95: tuple[float, float] | None
+
+    @property
+    def measured(self) -> float:
+        """The value, for a caller whose samples are never empty."""
+        if self.value is None:
+            raise ValueError("a rate over no sample")
+        return self.value
+
+    def json_items(self, name: str) -> dict[str, float | list[float] | None]:
+        return {name: self.value, f"{name}_ci95": None if self.ci95 is None else list(self.ci95)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], name: str) -> Rate:
+        interval = data.get(f"{name}_ci95")
+        return cls(data[name], None if interval is None else (interval[0], interval[1]))
+
+
+@dataclass(frozen=True)
+class SettingSummary:
+    """The statistics of the samples of one decode setting (`scan.summary.setting_summary`)."""
+
+    temperature: float
+    settings: dict[str, Any]  # the decode settings, as each record stores them
+    n: int  # generated samples (not over-long, not failed)
+    overlong: int
+    errors: int
+    loops: int  # `scan.summary.is_loop`
+    loop_rate: Rate
+    detector_looping: int
+    paper_loop_rate: Rate
+    paper_ngram: tuple[int, int]  # (n, k) of the paper metric at this cap
+    cut_rate: Rate
+    server_repetition: int
+    judged: int
+    accuracy: Rate  # over judged samples
+    judged_non_looping: int
+    accuracy_non_looping: Rate
+    mean_length: float | None
+    median_length: float | None
+    p90_length: float | None
+    unknown_lengths: int
+    outcomes: dict[str, int]  # outcome class -> samples (`scan.outcomes`)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "settings": self.settings,
+            "n": self.n,
+            "overlong": self.overlong,
+            "errors": self.errors,
+            "loops": self.loops,
+            **self.loop_rate.json_items("loop_rate"),
+            "detector_looping": self.detector_looping,
+            **self.paper_loop_rate.json_items("paper_loop_rate"),
+            "paper_ngram": list(self.paper_ngram),
+            **self.cut_rate.json_items("cut_rate"),
+            "server_repetition": self.server_repetition,
+            "judged": self.judged,
+            **self.accuracy.json_items("accuracy"),
+            "judged_non_looping": self.judged_non_looping,
+            **self.accuracy_non_looping.json_items("accuracy_non_looping"),
+            "mean_length": self.mean_length,
+            "median_length": self.median_length,
+            "p90_length": self.p90_length,
+            "unknown_lengths": self.unknown_lengths,
+            "outcomes": self.outcomes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SettingSummary:
+        ngram = data["paper_ngram"]
+        return cls(
+            temperature=data["temperature"],
+            settings=data["settings"],
+            n=data["n"],
+            overlong=data["overlong"],
+            errors=data["errors"],
+            loops=data["loops"],
+            loop_rate=Rate.from_json(data, "loop_rate"),
+            detector_looping=data["detector_looping"],
+            paper_loop_rate=Rate.from_json(data, "paper_loop_rate"),
+            paper_ngram=(ngram[0], ngram[1]),
+            cut_rate=Rate.from_json(data, "cut_rate"),
+            server_repetition=data["server_repetition"],
+            judged=data["judged"],
+            accuracy=Rate.from_json(data, "accuracy"),
+            judged_non_looping=data["judged_non_looping"],
+            accuracy_non_looping=Rate.from_json(data, "accuracy_non_looping"),
+            mean_length=data["mean_length"],
+            median_length=data["median_length"],
+            p90_length=data["p90_length"],
+            unknown_lengths=data["unknown_lengths"],
+            outcomes=data["outcomes"],
+        )
+
+
+@dataclass(frozen=True)
+class BackendRan:
+    """What generated a run, which may differ from what was asked (vLLM's "auto" dtype)."""
+
+    name: str
+    dtype: str | None
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    """A scan's summary.json: one `SettingSummary` per decode setting, by temperature; the
+    run's total of each count; and, once written by `run_scan`, how it ran."""
+
+    settings: tuple[SettingSummary, ...]
+    records: int
+    loops: int
+    detector_looping: int
+    overlong_prompts: tuple[str, ...]
+    config: dict[str, Any] | None = None  # the scan's settings (`ScanConfig.identity`)
+    backend: BackendRan | None = None
+    prompting: Prompting | None = None  # how prompts were rendered, for a local tokenizer
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def setting(self, temperature: float) -> SettingSummary:
+        return next(s for s in self.settings if s.temperature == temperature)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "settings": [setting.to_json() for setting in self.settings],
+            "records": self.records,
+            "loops": self.loops,
+            "detector_looping": self.detector_looping,
+            "overlong_prompts": list(self.overlong_prompts),
+        }
+        if self.config is not None:
+            data["config"] = self.config
+        if self.backend is not None:
+            data["backend"] = {"name": self.backend.name, "dtype": self.backend.dtype}
+        if self.prompting is not None:
+            data["prompting"] = self.prompting
+        return data | {"warnings": list(self.warnings), "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScanSummary:
+        backend = data.get("backend")
+        return cls(
+            settings=tuple(SettingSummary.from_json(row) for row in data["settings"]),
+            records=data["records"],
+            loops=data["loops"],
+            detector_looping=data["detector_looping"],
+            overlong_prompts=tuple(data["overlong_prompts"]),
+            config=data.get("config"),
+            backend=None if backend is None else BackendRan(backend["name"], backend["dtype"]),
+            prompting=data.get("prompting"),
+            warnings=tuple(data.get("warnings", ())),
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A rate in run A and in run B over the same pairs; all None when no pair counts."""
+
+    a: float | None
+    b: float | None
+    delta: float | None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"a": self.a, "b": self.b, "delta": self.delta}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, float | None]) -> Shift:
+        return cls(data["a"], data["b"], data["delta"])
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Run B against run A on the same (prompt, sample[, temperature]) pairs: a rescue is wrong
+    in A and right in B, a regression the reverse (exact McNemar p over the two)."""
+
+    pairs: int
+    judged_pairs: int
+    rescues: int
+    regressions: int
+    mcnemar_p: float
+    loops_removed: int
+    loops_added: int
+    loop_rate: Shift
+    cut_rate: Shift
+    accuracy: Shift  # over judged pairs
+    mean_length: Shift  # over pairs whose two lengths are known
+
+    @property
+    def net(self) -> int:
+        """Answers recovered net: rescues minus regressions."""
+        return self.rescues - self.regressions
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "judged_pairs": self.judged_pairs,
+            "rescues": self.rescues,
+            "regressions": self.regressions,
+            "mcnemar_p": self.mcnemar_p,
+            "loops_removed": self.loops_removed,
+            "loops_added": self.loops_added,
+            "loop_rate": self.loop_rate.to_json(),
+            "cut_rate": self.cut_rate.to_json(),
+            "accuracy": self.accuracy.to_json(),
+            "mean_length": self.mean_length.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Paired:
+        return cls(
+            pairs=data["pairs"],
+            judged_pairs=data["judged_pairs"],
+            rescues=data["rescues"],
+            regressions=data["regressions"],
+            mcnemar_p=data["mcnemar_p"],
+            loops_removed=data["loops_removed"],
+            loops_added=data["loops_added"],
+            loop_rate=Shift.from_json(data["loop_rate"]),
+            cut_rate=Shift.from_json(data["cut_rate"]),
+            accuracy=Shift.from_json(data["accuracy"]),
+            mean_length=Shift.from_json(data["mean_length"]),
+        )
+
+
+@dataclass(frozen=True)
+class TemperaturePaired:
+    temperature: float | None  # None: the runs paired across their one temperature each
+    paired: Paired
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`scan.compare.compare_samples`: every pair, and the pairs at each temperature."""
+
+    paired_on: str  # "prompt, sample, temperature" or "prompt, sample"
+    unpaired_a: int
+    unpaired_b: int
+    overall: Paired
+    by_temperature: tuple[TemperaturePaired, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "paired_on": self.paired_on,
+            "unpaired": {"a": self.unpaired_a, "b": self.unpaired_b},
+            "overall": self.overall.to_json(),
+            "by_temperature": [
+                {"temperature": t.temperature, **t.paired.to_json()} for t in self.by_temperature
+            ],
+        }
