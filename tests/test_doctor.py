@@ -303,6 +303,7 @@ def test_the_recommendation_falls_back_to_the_cut_rate_without_judged_answers() 
 
 
 def test_temperatures_are_paired_on_the_measure_scans_prompts(tmp_path: Path) -> None:
+    from loopfix.detect import NOT_LOOPING
     from loopfix.records import Sample, SampleStore
 
     def record(prompt: int, temperature: float, correct: bool) -> Sample:
@@ -313,7 +314,7 @@ def test_temperatures_are_paired_on_the_measure_scans_prompts(tmp_path: Path) ->
             tokens=[1, 2],
             text="x",
             finish_reason="stop",
-            loop={"looping": False},
+            loop=NOT_LOOPING,
             correct=correct,
         )
 

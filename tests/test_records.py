@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from loopfix.records import DecodeSettings, RecordError, Sample, SampleStore
+from loopfix.detect import LoopVerdict, Span
+from loopfix.records import DecodeSettings, RecordError, Sample, SampleStore, read_samples
 
 
 def sample(index: int) -> Sample:
@@ -24,6 +25,31 @@ def test_samples_round_trip_through_the_store(tmp_path: Path) -> None:
     line = json.loads(store.path.read_text().splitlines()[0])
     assert line["length"] == 3 and line["settings"]["temperature"] == 0.6
     assert len(store.keys()) == 2
+
+
+def test_the_verdict_round_trips_as_the_detectors_dict(tmp_path: Path) -> None:
+    verdict = LoopVerdict(
+        True, "verbatim", 1, 2, 3, Span(1, 7, 2, 14), "b c", top1_trend=(0.5, 0.9)
+    )
+    looping = Sample(
+        "p1", 0, {"temperature": 0.0}, [4, 5, 6, 5, 6, 5, 6], "a b c", "length", verdict
+    )
+    store = SampleStore(tmp_path / "records.jsonl")
+    store.append([looping, sample(1)])
+    assert list(SampleStore(store.path)) == [looping, sample(1)]
+    lines = [json.loads(line) for line in store.path.read_text().splitlines()]
+    assert lines[0]["loop"] == json.loads(json.dumps(verdict.to_dict()))
+    assert lines[1]["loop"] is None
+    assert list(lines[0]) == [*Sample.__dataclass_fields__, "length"]
+    assert looping.looping and not sample(1).looping
+
+
+def test_a_line_with_an_unknown_loop_kind_is_a_record_error(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    line = {**sample(0).to_dict(), "loop": {"looping": True, "kind": "bogus"}}
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(RecordError, match=r"records.jsonl:1.*bogus"):
+        list(read_samples(path))
 
 
 def test_a_torn_last_line_is_dropped_on_reopen(tmp_path: Path) -> None:

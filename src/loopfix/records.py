@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopfix.detect.verdict import LoopVerdict
 from loopfix.errors import LoopfixError
 
 FinishReason = Literal["stop", "length", "repetition", "error"]
@@ -73,12 +74,15 @@ class Sample:
 
     prompt_id: str
     sample_index: int
-    settings: dict[str, Any]
+    # `DecodeSettings.model_dump()` as it was stored: kept as written (not re-validated with
+    # today's fields), since `key` must match the key a resumed run wrote.
+    settings: dict[str, float]
     tokens: list[int]
     text: str
     finish_reason: FinishReason
-    loop: dict[str, Any] | None = None  # the detector's verdict, as `LoopVerdict.to_dict()`
+    loop: LoopVerdict | None = None  # the detector's verdict (None: not judged)
     correct: bool | None = None
+    # Open by design: what each backend and stage adds (counts, outcome, guards, overlong).
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,16 +97,31 @@ class Sample:
         return None if self.text else 0
 
     @property
+    def looping(self) -> bool:
+        """Whether the detector found a loop (False when it did not judge this sample)."""
+        return self.loop is not None and self.loop.looping
+
+    @property
     def key(self) -> tuple[str, int, str]:
         return (self.prompt_id, self.sample_index, json.dumps(self.settings, sort_keys=True))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "length": self.length}
+    def to_dict(self) -> dict[str, object]:
+        """The records.jsonl line (the verdict as `LoopVerdict.to_dict()`, plus `length`)."""
+        return {
+            **asdict(self),
+            "loop": None if self.loop is None else self.loop.to_dict(),
+            "length": self.length,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Sample:
-        fields = {k: v for k, v in data.items() if k != "length"}
-        return cls(**fields)
+    def from_dict(cls, data: object) -> Sample:
+        """Inverse of `to_dict`; a value that is not such a line is a TypeError or a
+        ValueError."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a sample is a JSON object, not {type(data).__name__}")
+        fields = {k: v for k, v in data.items() if k not in ("length", "loop")}
+        loop = data.get("loop")
+        return cls(**fields, loop=None if loop is None else LoopVerdict.from_dict(loop))
 
 
 class RecordError(LoopfixError, ValueError):
@@ -121,7 +140,7 @@ def read_samples(path: Path) -> Iterator[Sample]:
                 return
             try:
                 yield Sample.from_dict(json.loads(line))
-            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as error:
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as error:
                 raise RecordError(f"{path}:{number}: not a sample record: {error}") from error
 
 

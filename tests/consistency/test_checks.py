@@ -24,18 +24,16 @@ def test_greedy_does_not_depend_on_the_seed_and_sampling_does(
 ) -> None:
     check = testbed_result.check("seed_sensitivity")
     greedy, sampled = check.numbers["by_temperature"]
-    assert greedy["edit_distance"] == 0.0 and greedy["seed_invariant_prompts"] == 6
-    assert sampled["edit_distance"] > 0.0
+    assert greedy.edit_distance == 0.0 and greedy.seed_invariant_prompts == 6
+    assert sampled.edit_distance > 0.0
     assert not check.divergences and check.status == "pass"
 
 
 def test_top_k_one_collapses_the_pool(testbed_result: ConsistencyResult) -> None:
-    settings = {
-        row["top_k"]: row for row in testbed_result.check("sampling_pool").numbers["settings"]
-    }
-    assert settings[1]["collapsed_share"] == 1.0 and settings[1]["collapsed"]
-    assert settings[1]["median_pool"] == 1
-    assert settings[0]["median_pool"] > 1  # T=1 without truncation keeps the whole vocabulary
+    settings = {row.top_k: row for row in testbed_result.check("sampling_pool").numbers["settings"]}
+    assert settings[1].collapsed_share == 1.0 and settings[1].collapsed
+    assert settings[1].median_pool == 1
+    assert settings[0].median_pool > 1  # T=1 without truncation keeps the whole vocabulary
     assert testbed_result.check("sampling_pool").status == "warn"
 
 
@@ -68,10 +66,8 @@ def test_loop_stability_names_the_factor_that_flips_each_loop(
     factors = check.numbers["factors"]
     assert set(factors) == {"seed (T=1)", "batch", "threads", "precision"}
     for unstable in check.numbers["unstable_prompts"]:
-        assert unstable["looping"] and unstable["not_looping"]
-        assert set(unstable["looping"] + unstable["not_looping"]) <= set(
-            factors[unstable["factor"]]
-        )
+        assert unstable.looping and unstable.not_looping
+        assert set(unstable.looping + unstable.not_looping) <= set(factors[unstable.factor])
     flips = check.numbers["flips_by_factor"]
     assert sum(flips.values()) == len(check.numbers["unstable_prompts"])
     assert check.status == ("warn" if sum(flips.values()) else "pass")

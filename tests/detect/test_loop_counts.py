@@ -37,7 +37,7 @@ def test_each_summary_count_is_the_records_it_names(scan: Path) -> None:
     loops, flagged = sum(map(is_loop, samples)), sum(map(detector_looping, samples))
     assert summary["loops"] == loops == sum(s["loops"] for s in summary["settings"])
     assert summary["detector_looping"] == flagged
-    assert flagged == sum(bool(s.loop and s.loop["looping"]) for s in samples)
+    assert flagged == sum(s.looping for s in samples)
     assert loops == sum(s.finish_reason == "length" and detector_looping(s) for s in samples)
     # The two concepts differ on this run: repetitions the model left by itself.
     escaped = [s for s in samples if detector_looping(s) and s.finish_reason == "stop"]

@@ -274,6 +274,9 @@ def test_a_repeated_key_and_an_older_format_are_refused(patch: Path) -> None:
     del manifest[HASH_FIELD]
     (patch / MANIFEST_NAME).write_text(json.dumps({**manifest, "format": "loopfix.patch/2"}))
     one_line_error(invoke("patch", "inspect", patch), "no hash of its own manifest", "re-create")
+    # a format that is no string is refused as one, not a crash on an unhashable key
+    (patch / MANIFEST_NAME).write_text(json.dumps({**manifest, "format": ["loopfix.patch/3"]}))
+    one_line_error(invoke("patch", "inspect", patch), "has format ['loopfix.patch/3']")
 
 
 # 4. output modes follow the umask

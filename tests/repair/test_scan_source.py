@@ -77,7 +77,7 @@ def _crafted(tokenizer: object, words: list[str], finish: str = "length") -> Sam
     tokens = [tokenizer.convert_tokens_to_ids(w) for w in words]  # type: ignore[attr-defined]
     text = tokenizer.decode(tokens, skip_special_tokens=True)  # type: ignore[attr-defined]
     verdict = detect_text(text, tokenizer, scan_detect_config(48))
-    return Sample("p", 0, {"temperature": 0.0}, tokens, text, finish, verdict.to_dict())  # type: ignore[arg-type]
+    return Sample("p", 0, {"temperature": 0.0}, tokens, text, finish, verdict)  # type: ignore[arg-type]
 
 
 def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
@@ -87,7 +87,7 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     # Cut at the cap: a repeat the model ends by itself is no loop (docs/metrics.md).
     words = ["h", "e", "<unk>", *["x", "y", "z"] * 10]
     sample = _crafted(tokenizer, words)
-    assert sample.loop is not None and sample.loop["onset"] == 2 and sample.loop["period"] == 3
+    assert sample.loop is not None and (sample.loop.onset, sample.loop.period) == (2, 3)
     assert loop_location(sample, tokenizer) == (3, 3)
     records = ScanRecords(
         Path("records.jsonl"), ScanConfig(model="m"), [sample], {}, {"p": [5, 6, 7]}
@@ -122,7 +122,7 @@ def test_training_and_held_out_prompts_never_meet(tiny_folder: Path, scanned: Pa
     assert not train & held_out and not set(roles["causal"]) & set(roles["verify"])
     # Normal text: only samples of the prompts asked for, and none of them loops.
     normal = normal_texts(records, sorted(held_out), 100)
-    kept = [s for s in records.samples if s.prompt_id in held_out and not s.loop["looping"]]
+    kept = [s for s in records.samples if s.prompt_id in held_out and not s.looping]
     assert len(normal) == len(kept) > 0
     assert all(ids[:start] in [records.prompts[p] for p in held_out] for ids, start in normal)
     with pytest.raises(RepairInputError, match="at least 4"):

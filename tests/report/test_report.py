@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loopfix.detect import LoopVerdict
 from loopfix.records import Sample
 from loopfix.report import render_report
 from loopfix.scan import ScanConfig, run_scan
@@ -76,7 +77,7 @@ def test_report_is_self_contained_and_highlights_loops(scan_dir: Path) -> None:
         [1] * 6,
         "intro la la la la",
         "length",
-        {"looping": True, "onset": 2},
+        LoopVerdict(looping=True, onset=2),
         False,
         {"loop_chars": [6, 17]},
     )

@@ -1,5 +1,6 @@
 import pytest
 
+from loopfix.detect import LoopVerdict
 from loopfix.records import Sample
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.stats import mcnemar_exact
@@ -14,7 +15,7 @@ def sample(prompt: int, temperature: float, correct: bool, looping: bool) -> Sam
         tokens=[1, 2, 3],
         text="x",
         finish_reason="length" if looping else "stop",
-        loop={"looping": looping},
+        loop=LoopVerdict(looping=looping),
         correct=correct,
     )
 

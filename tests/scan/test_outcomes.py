@@ -14,14 +14,14 @@ PLAIN = "Mia has 12 apples, then 20, so the answer is \\boxed{20}."
 
 def sample(text: str, finish_reason: str, correct: bool | None = None) -> Sample:
     verdict = detect_text(text, None, scan_detect_config(64))
-    return Sample("p", 0, {"temperature": 0.0}, [], text, finish_reason, verdict.to_dict(), correct)  # type: ignore[arg-type]
+    return Sample("p", 0, {"temperature": 0.0}, [], text, finish_reason, verdict, correct)  # type: ignore[arg-type]
 
 
 def test_a_loop_is_a_repetition_the_output_never_left() -> None:
-    assert sample(LOOPING, "length").loop["looping"]  # type: ignore[index]
+    assert sample(LOOPING, "length").looping
     assert is_loop(sample(LOOPING, "length"))
     # The same repetition followed by a stop cost tokens, not the answer: not a loop.
-    assert sample(LOOPING, "stop").loop["looping"]  # type: ignore[index]
+    assert sample(LOOPING, "stop").looping
     assert not is_loop(sample(LOOPING, "stop"))
     assert not is_loop(sample(PLAIN, "length"))  # cut without repeating
     assert is_loop(sample(PLAIN, "repetition"))  # a server or the cut guard stopped a loop

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from loopfix.detect import LoopVerdict
 from loopfix.records import Sample
 from loopfix.scan.task_families import family_rows, format_family_rows, main
 from loopfix.suites import BUILTIN_SUITES, check_answer, load_suite
@@ -145,7 +146,7 @@ def _sample(prompt_id: str, temperature: float, text: str, cut: bool, looping: b
         tokens=[1],
         text=text,
         finish_reason="length" if cut else "stop",
-        loop={"looping": looping},
+        loop=LoopVerdict(looping=looping),
         correct=check_answer("tasks", text, item.answer, item.meta, stopped),
     )
 

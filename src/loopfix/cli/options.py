@@ -87,7 +87,7 @@ def _scalar(text: str) -> int | float | str:
     return text
 
 
-def option_values(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+def option_values(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, object]:
     """The parsed options as `model`'s field values (comma lists split)."""
     return {
         name: list_value(value)

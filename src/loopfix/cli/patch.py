@@ -41,7 +41,7 @@ def inspect_command(
     if as_json:
         console.print_json(json.dumps(manifest))
         return
-    table = Table(title=f"patch for {loaded.base_model.get('id')}")
+    table = Table(title=f"patch for {loaded.base_model.id}")
     table.add_column("tensor", overflow="fold")
     for column in ("layer", "site", "columns", "alpha", "sha256 before", "sha256 after"):
         table.add_column(column)

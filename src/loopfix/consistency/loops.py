@@ -9,14 +9,24 @@ between its first looping and first non-looping run shows the token where the lo
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from loopfix.consistency.batch import batch_runs
 from loopfix.consistency.result import CheckResult, Divergence
 from loopfix.consistency.seeds import seed_runs
 from loopfix.consistency.session import Run, Session
 
-__all__ = ["check_loop_stability", "factor_groups"]
+__all__ = ["UnstablePrompt", "check_loop_stability", "factor_groups"]
+
+
+@dataclass(frozen=True)
+class UnstablePrompt:
+    """A prompt whose loop verdict flips on `factor`: the runs (labels) on each side."""
+
+    prompt_id: str
+    factor: str
+    looping: list[str]
+    not_looping: list[str]
 
 
 def factor_groups(session: Session) -> dict[str, list[Run]]:
@@ -33,7 +43,7 @@ def factor_groups(session: Session) -> dict[str, list[Run]]:
 def check_loop_stability(session: Session) -> CheckResult:
     groups = factor_groups(session)
     flips: dict[str, int] = {}
-    unstable: list[dict[str, Any]] = []
+    unstable: list[UnstablePrompt] = []
     divergences: list[Divergence] = []
     for factor, runs in groups.items():
         flips[factor] = 0
@@ -44,12 +54,12 @@ def check_loop_stability(session: Session) -> CheckResult:
                 continue
             flips[factor] += 1
             unstable.append(
-                {
-                    "prompt_id": prompt.id,
-                    "factor": factor,
-                    "looping": [run.label for run in looping],
-                    "not_looping": [run.label for run in steady],
-                }
+                UnstablePrompt(
+                    prompt.id,
+                    factor,
+                    looping=[run.label for run in looping],
+                    not_looping=[run.label for run in steady],
+                )
             )
             found = session.divergence(position, steady[0], looping[0])
             if found is not None:

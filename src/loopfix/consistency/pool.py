@@ -10,9 +10,10 @@ is left. A pool of one token is a deterministic step; where that is the case on 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import product
 from statistics import median
-from typing import Any, cast
+from typing import cast
 
 import torch
 
@@ -22,7 +23,23 @@ from loopfix.consistency.session import Session
 from loopfix.engine.sampling import sampler_warpers
 from loopfix.records import DecodeSettings
 
-__all__ = ["check_sampling_pool", "pool_sizes"]
+__all__ = ["PoolRow", "check_sampling_pool", "pool_sizes"]
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One sampler setting's pool over every generated step of every prompt."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    steps: int
+    median_pool: float
+    mean_effective_candidates: float  # exp(entropy) of the warped distribution
+    collapsed_share: float  # steps whose pool is one token
+    loop_rate: float
+    collapsed: bool  # collapsed_share above `pool_collapse_share`
 
 
 def pool_sizes(logits: torch.Tensor, settings: DecodeSettings) -> tuple[list[int], list[float]]:
@@ -35,7 +52,7 @@ def pool_sizes(logits: torch.Tensor, settings: DecodeSettings) -> tuple[list[int
     return (probs > 0).sum(dim=-1).tolist(), entropy.exp().tolist()
 
 
-def _setting_row(session: Session, settings: DecodeSettings) -> dict[str, Any]:
+def _setting_row(session: Session, settings: DecodeSettings) -> PoolRow:
     label = (
         f"T={settings.temperature:g}, top-k {settings.top_k}, top-p {settings.top_p:g}, "
         f"min-p {settings.min_p:g}"
@@ -49,18 +66,18 @@ def _setting_row(session: Session, settings: DecodeSettings) -> dict[str, Any]:
             sizes += pool
             effective += numbers
     collapsed = sum(size == 1 for size in sizes) / len(sizes)
-    return {
-        "temperature": settings.temperature,
-        "top_k": settings.top_k,
-        "top_p": settings.top_p,
-        "min_p": settings.min_p,
-        "steps": len(sizes),
-        "median_pool": median(sizes),
-        "mean_effective_candidates": sum(effective) / len(effective),
-        "collapsed_share": collapsed,
-        "loop_rate": sum(run.looping) / len(run.looping),
-        "collapsed": collapsed > session.config.pool_collapse_share,
-    }
+    return PoolRow(
+        temperature=settings.temperature,
+        top_k=settings.top_k,
+        top_p=settings.top_p,
+        min_p=settings.min_p,
+        steps=len(sizes),
+        median_pool=median(sizes),
+        mean_effective_candidates=sum(effective) / len(effective),
+        collapsed_share=collapsed,
+        loop_rate=sum(run.looping) / len(run.looping),
+        collapsed=collapsed > session.config.pool_collapse_share,
+    )
 
 
 def check_sampling_pool(session: Session) -> CheckResult:
@@ -73,16 +90,16 @@ def check_sampling_pool(session: Session) -> CheckResult:
     rows = [
         _setting_row(session, session.settings(t, top_k=k, top_p=p, min_p=m)) for t, k, p, m in grid
     ]
-    collapsed = [r for r in rows if r["collapsed"]]
+    collapsed = [r for r in rows if r.collapsed]
     summary = (
         f"{len(collapsed)}/{len(rows)} settings sample from one token on more than "
         f"{config.pool_collapse_share:.0%} of steps"
     )
     if collapsed:
-        worst = max(collapsed, key=lambda r: r["collapsed_share"])
+        worst = max(collapsed, key=lambda r: r.collapsed_share)
         summary += (
-            f" (worst T={worst['temperature']:g} top-k {worst['top_k']} top-p {worst['top_p']:g} "
-            f"min-p {worst['min_p']:g}: {worst['collapsed_share']:.0%})"
+            f" (worst T={worst.temperature:g} top-k {worst.top_k} top-p {worst.top_p:g} "
+            f"min-p {worst.min_p:g}: {worst.collapsed_share:.0%})"
         )
     return CheckResult(
         "sampling_pool",

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 
 from loopfix.atomic import write_text_atomic
-from loopfix.consistency.result import CheckResult, ConsistencyResult, Divergence, TokenProbability
+from loopfix.consistency.result import (
+    CheckResult,
+    ConsistencyResult,
+    Divergence,
+    SeedRow,
+    TokenProbability,
+)
 from loopfix.report.page import STYLE
 from loopfix.report.svg import Series, rate_chart
 
@@ -59,27 +66,27 @@ def _divergence_rows(divergences: list[Divergence]) -> str:
 
 
 def _seed_chart(check: CheckResult) -> str:
-    rows = check.numbers.get("by_temperature") or []
+    found = check.numbers.get("by_temperature")
+    rows = [row for row in found if isinstance(row, SeedRow)] if isinstance(found, list) else []
     if not rows:
         return ""
-    xs = [row["temperature"] for row in rows]
 
-    def series(label: str, key: str) -> Series:
-        return Series(label, [row[key] for row in rows], [None] * len(rows))
+    def series(label: str, values: list[float | None]) -> Series:
+        return Series(label, values, [None] * len(rows))
 
     return rate_chart(
         "Across seeds, per temperature",
-        xs,
+        [row.temperature for row in rows],
         [
-            series("loop rate", "loop_rate"),
-            series("edit distance", "edit_distance"),
-            series("distinct-2", "distinct_2"),
+            series("loop rate", [row.loop_rate for row in rows]),
+            series("edit distance", [row.edit_distance for row in rows]),
+            series("distinct-2", [row.distinct_2 for row in rows]),
         ],
     )
 
 
 def _section(check: CheckResult) -> str:
-    numbers = escape(json.dumps(check.numbers, indent=1))
+    numbers = escape(json.dumps(check.to_dict()["numbers"], indent=1))
     chart = _seed_chart(check) if check.name == "seed_sensitivity" else ""
     return "\n".join(
         [
@@ -102,7 +109,7 @@ def render_consistency(result: ConsistencyResult) -> str:
         f"<td class=text>{escape(c.summary)}</td><td>{c.seconds:.1f}</td></tr>"
         for c in result.checks
     )
-    environment = ", ".join(f"{k} {v}" for k, v in result.environment.items())
+    environment = ", ".join(f"{k} {v}" for k, v in asdict(result.environment).items())
     return "\n".join(
         [
             "<!DOCTYPE html>",

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from loopfix.consistency.config import ConsistencyConfig
 
 __all__ = [
     "CheckResult",
     "ConsistencyResult",
     "Divergence",
+    "Environment",
+    "SeedRow",
     "Status",
     "TokenProbability",
     "divergence_status",
@@ -48,17 +53,46 @@ class Divergence:
 
 
 @dataclass(frozen=True)
+class SeedRow:
+    """seed_sensitivity at one temperature: diversity and loop rate across the seeds."""
+
+    temperature: float
+    distinct_1: float | None  # None: no prompt has an output of that many tokens
+    distinct_2: float | None
+    edit_distance: float
+    seed_invariant_prompts: int
+    loop_rate: float
+
+
+@dataclass(frozen=True)
 class CheckResult:
     name: str
     status: Status
     summary: str  # one line for a person
-    numbers: dict[str, Any] = field(default_factory=dict)
+    # Each check's own numbers (values JSON or records such as SeedRow, which `to_dict`
+    # writes as objects), shown whole in the report.
+    numbers: Mapping[str, object] = field(default_factory=dict)
     divergences: list[Divergence] = field(default_factory=list)
     reason: str | None = None  # why it was skipped
     seconds: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Versions, threads, CPU flags: what the numbers depend on."""
+
+    loopfix: str
+    torch: str
+    transformers: str
+    python: str
+    machine: str
+    cpu_flags: list[str]
+    torch_threads: int
+    device: str | None  # None: no model was loaded
+    dtype: str | None
 
 
 @dataclass(frozen=True)
@@ -66,20 +100,21 @@ class ConsistencyResult:
     model: str
     suite: str
     prompts: int
-    config: dict[str, Any]
-    environment: dict[str, Any]  # versions, threads, CPU flags: what the numbers depend on
+    config: ConsistencyConfig
+    environment: Environment
     checks: list[CheckResult]
 
     def check(self, name: str) -> CheckResult:
         return next(c for c in self.checks if c.name == name)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """consistency.json."""
         return {
             "model": self.model,
             "suite": self.suite,
             "prompts": self.prompts,
-            "config": self.config,
-            "environment": self.environment,
+            "config": self.config.model_dump(mode="json"),
+            "environment": asdict(self.environment),
             "checks": [check.to_dict() for check in self.checks],
         }
 

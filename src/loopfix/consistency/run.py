@@ -32,7 +32,7 @@ from loopfix.consistency.determinism import check_determinism
 from loopfix.consistency.loops import check_loop_stability
 from loopfix.consistency.pool import check_sampling_pool
 from loopfix.consistency.precision import check_precision
-from loopfix.consistency.result import CheckResult, ConsistencyResult
+from loopfix.consistency.result import CheckResult, ConsistencyResult, Environment
 from loopfix.consistency.seeds import check_seed_sensitivity
 from loopfix.consistency.session import Prompt, Session
 from loopfix.cpu import cpu_flags
@@ -62,18 +62,18 @@ def _cpu_flags() -> list[str]:
     return sorted(f for f in cpu_flags() if f.startswith(prefixes))
 
 
-def environment(model: PreTrainedModel | None) -> dict[str, Any]:
-    return {
-        "loopfix": __version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpu_flags": _cpu_flags(),
-        "torch_threads": torch.get_num_threads(),
-        "device": None if model is None else str(model.device),
-        "dtype": None if model is None else dtype_name(model.dtype),
-    }
+def environment(model: PreTrainedModel | None) -> Environment:
+    return Environment(
+        loopfix=__version__,
+        torch=torch.__version__,
+        transformers=transformers.__version__,
+        python=platform.python_version(),
+        machine=platform.machine(),
+        cpu_flags=_cpu_flags(),
+        torch_threads=torch.get_num_threads(),
+        device=None if model is None else str(model.device),
+        dtype=None if model is None else dtype_name(model.dtype),
+    )
 
 
 def _prompts(
@@ -105,9 +105,7 @@ def _prompts(
 
 def _skipped_everywhere(config: ConsistencyConfig, reason: str) -> ConsistencyResult:
     checks = [CheckResult(name, "skipped", reason, reason=reason) for name in config.checks]
-    return ConsistencyResult(
-        config.model, config.suite, 0, config.model_dump(mode="json"), environment(None), checks
-    )
+    return ConsistencyResult(config.model, config.suite, 0, config, environment(None), checks)
 
 
 def run_consistency(
@@ -140,7 +138,7 @@ def run_consistency(
         config.model,
         config.suite,
         len(prompts),
-        config.model_dump(mode="json"),
+        config,
         environment(model),
         results,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 LoopKind = Literal["verbatim", "near", "segment", "semantic"]
 LOOP_KINDS: tuple[str, ...] = get_args(LoopKind)
@@ -62,7 +62,7 @@ class LoopVerdict:
         """The negative verdict (no loop found)."""
         return cls(looping=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable dict (tuples become lists)."""
         data = asdict(self)
         if self.top1_trend is not None:
@@ -70,8 +70,11 @@ class LoopVerdict:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LoopVerdict:
-        """Inverse of `to_dict`."""
+    def from_dict(cls, data: object) -> LoopVerdict:
+        """Inverse of `to_dict`; a value that is not such an object is a ValueError or a
+        TypeError."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a loop verdict is a JSON object, not {type(data).__name__}")
         fields = dict(data)
         if fields.get("span") is not None:
             fields["span"] = Span(**fields["span"])

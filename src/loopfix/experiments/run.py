@@ -14,54 +14,59 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.experiments.base import ExperimentError, base_recipe
 from loopfix.experiments.config import ExperimentConfig
 from loopfix.experiments.registry import experiment_named
-from loopfix.experiments.summary import ExperimentSummary, plot_svg, summarise, table_markdown
+from loopfix.experiments.summary import (
+    ExperimentSummary,
+    RunNumbers,
+    plot_svg,
+    summarise,
+    table_markdown,
+)
+from loopfix.lab.config import TrainConfig
 from loopfix.progress import line_progress
 
-__all__ = ["run_experiment"]
+__all__ = ["Plan", "run_experiment"]
 
 Report = Callable[[str], None]
 LOSS_LINE_STEPS = 100  # a training progress line every this many steps
 
 
-def plan_of(config: ExperimentConfig) -> dict[str, Any]:
+class Plan(BaseModel):
+    """plan.json: the experiment's settings, its claim and every arm's training config (the
+    baseline first). Read back, each config is completed by today's defaults, so a run planned
+    before a `TrainConfig` field existed still resumes (the field held its default)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    experiment: ExperimentConfig
+    claim: str
+    arms: dict[str, TrainConfig]
+
+
+def plan_of(config: ExperimentConfig) -> Plan:
     experiment = experiment_named(config.name)
     arms = experiment.arms(base_recipe(config.steps, config.threads))
-    return {
-        "experiment": config.model_dump(),
-        "claim": experiment.claim,
-        "arms": {name: arm.model_dump() for name, arm in arms.items()},
-    }
+    return Plan(experiment=config, claim=experiment.claim, arms=arms)
 
 
-def _with_defaults(plan: dict[str, Any]) -> dict[str, Any]:
-    """The plan with every arm's training config completed by today's defaults, so a run
-    planned before a `TrainConfig` field existed still resumes (the field held its default)."""
-    from loopfix.lab.config import TrainConfig
-
-    arms = {
-        name: TrainConfig.model_validate(arm).model_dump() for name, arm in plan["arms"].items()
-    }
-    return {**plan, "arms": arms}
-
-
-def claim_out(out: Path, plan: dict[str, Any]) -> None:
+def claim_out(out: Path, plan: Plan) -> None:
     """Write the plan into OUT, or check that the one already there is the same."""
     path = out / "plan.json"
     if path.is_file():
-        if _with_defaults(json.loads(path.read_text())) != plan:
+        if Plan.model_validate_json(path.read_text()) != plan:
             raise ExperimentError(
                 f"--out: {out} holds another experiment plan (plan.json differs); "
                 "use a new --out or the same settings"
             )
         return
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, plan)
+    write_json_atomic(path, plan.model_dump())
 
 
 def run_folder(out: Path, arm: str, seed: int) -> Path:
@@ -69,16 +74,16 @@ def run_folder(out: Path, arm: str, seed: int) -> Path:
 
 
 def train_and_evaluate(
-    arm_config: dict[str, Any],
+    train_config: TrainConfig,
     config: ExperimentConfig,
     folder: Path,
     report: Report,
     label: str,
-) -> dict[str, Any]:
-    """Train (unless the model is there), evaluate, and return the run's record."""
+) -> dict[str, object]:
+    """Train (unless the model is there), evaluate, and return the run's record (result.json:
+    the training record and the evaluation, each as its writer wrote it)."""
     import torch
 
-    from loopfix.lab.config import TrainConfig
     from loopfix.lab.train import train
     from loopfix.models import load_model
     from loopfix.scan.testbed import evaluate_testbed
@@ -88,7 +93,6 @@ def train_and_evaluate(
     if training_file.is_file():
         training = json.loads(training_file.read_text())
     else:
-        train_config = TrainConfig.model_validate(arm_config)
 
         def on_step(step: int, loss: float) -> None:
             if (step + 1) % LOSS_LINE_STEPS == 0 or step + 1 == train_config.steps:
@@ -111,8 +115,8 @@ def run_experiment(
     """Train and evaluate every (arm, seed) not yet in OUT, then write the summary files."""
     plan = plan_of(config)
     claim_out(out, plan)
-    arms: dict[str, dict[str, Any]] = plan["arms"]
-    records: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
+    arms = plan.arms
+    records: dict[str, list[RunNumbers]] = {arm: [] for arm in arms}
     jobs = [(seed, arm) for seed in range(config.seeds) for arm in arms]
     for number, (seed, arm) in enumerate(jobs, 1):
         folder = run_folder(out, arm, seed)
@@ -121,11 +125,12 @@ def run_experiment(
         if result_file.is_file():
             report(f"{label}: done before, kept")
         else:
-            report(f"{label}: training {arms[arm]['steps']} steps, then evaluating")
-            record = train_and_evaluate({**arms[arm], "seed": seed}, config, folder, report, label)
+            report(f"{label}: training {arms[arm].steps} steps, then evaluating")
+            seeded = arms[arm].model_copy(update={"seed": seed})
+            record = train_and_evaluate(seeded, config, folder, report, label)
             write_json_atomic(result_file, record)
-        records[arm].append(json.loads(result_file.read_text()))
-    summary = summarise(config.name, plan["claim"], records, config.temperatures)
+        records[arm].append(RunNumbers.model_validate_json(result_file.read_text()))
+    summary = summarise(config.name, plan.claim, records, config.temperatures)
     write_json_atomic(out / "experiment.json", summary.to_dict())
     write_text_atomic(out / "table.md", table_markdown(summary))
     write_text_atomic(out / "plot.svg", plot_svg(summary))

@@ -14,27 +14,65 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from loopfix.report.svg import HEIGHT, WIDTH, Series, rate_chart
 from loopfix.scan.stats import MeanInterval, PairedTest, mean_interval, paired_t_test
 
-__all__ = ["Cell", "ExperimentSummary", "plot_svg", "summarise", "table_markdown"]
+__all__ = ["Cell", "ExperimentSummary", "RunNumbers", "plot_svg", "summarise", "table_markdown"]
 
-# metric -> (table header, is a rate)
-PER_TEMPERATURE = {
-    "loop_rate": ("loop", True),
-    "success": ("success", True),
-    "cut_rate": ("cut", True),
-    "repeat_choice_rate": ("consecutive repeat", True),
-    "mean_length": ("mean length", False),
+
+class _Read(BaseModel):
+    # A reader of the fields it names; the file holds more (kept there, not read here).
+    model_config = ConfigDict(frozen=True)
+
+
+class SettingNumbers(_Read):
+    """One temperature's row of a testbed evaluation (`scan.testbed.TemperatureResult`)."""
+
+    temperature: float
+    loop_rate: float
+    success: float
+    cut_rate: float
+    repeat_choice_rate: float | None  # None: no consecutive root-decision pair
+    mean_length: float
+
+
+class EvaluationNumbers(_Read):
+    settings: list[SettingNumbers]
+    flywheel: list[float]
+
+
+class TrainingCost(_Read):
+    """Of `lab.train`'s record: the compute a model took."""
+
+    train_tokens: float
+    train_flops: float
+    train_seconds: float
+
+
+class RunNumbers(_Read):
+    """What the summary reads of one (arm, seed)'s result.json."""
+
+    training: TrainingCost
+    evaluation: EvaluationNumbers
+
+
+# metric -> (table header, is a rate, its value in a temperature's row)
+PER_TEMPERATURE: dict[str, tuple[str, bool, Callable[[SettingNumbers], float | None]]] = {
+    "loop_rate": ("loop", True, lambda s: s.loop_rate),
+    "success": ("success", True, lambda s: s.success),
+    "cut_rate": ("cut", True, lambda s: s.cut_rate),
+    "repeat_choice_rate": ("consecutive repeat", True, lambda s: s.repeat_choice_rate),
+    "mean_length": ("mean length", False, lambda s: s.mean_length),
 }
-PER_MODEL: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
-    "flywheel_first": ("flywheel P(repeat) after 1", lambda r: r["evaluation"]["flywheel"][0]),
-    "flywheel_last": ("after 6", lambda r: r["evaluation"]["flywheel"][-1]),
-    "train_tokens": ("train tokens", lambda r: r["training"]["train_tokens"]),
-    "train_flops": ("train FLOPs", lambda r: r["training"]["train_flops"]),
-    "train_seconds": ("train seconds", lambda r: r["training"]["train_seconds"]),
+PER_MODEL: dict[str, tuple[str, Callable[[RunNumbers], float]]] = {
+    "flywheel_first": ("flywheel P(repeat) after 1", lambda r: r.evaluation.flywheel[0]),
+    "flywheel_last": ("after 6", lambda r: r.evaluation.flywheel[-1]),
+    "train_tokens": ("train tokens", lambda r: r.training.train_tokens),
+    "train_flops": ("train FLOPs", lambda r: r.training.train_flops),
+    "train_seconds": ("train seconds", lambda r: r.training.train_seconds),
 }
 PLOTTED = ("loop_rate", "repeat_choice_rate")
 
@@ -69,9 +107,9 @@ class ExperimentSummary:
         return asdict(self)
 
 
-def _temperature_value(record: dict[str, Any], metric: str, temperature: float) -> float | None:
-    setting = next(s for s in record["evaluation"]["settings"] if s["temperature"] == temperature)
-    return setting[metric]
+def _temperature_value(record: RunNumbers, metric: str, temperature: float) -> float | None:
+    setting = next(s for s in record.evaluation.settings if s.temperature == temperature)
+    return PER_TEMPERATURE[metric][2](setting)
 
 
 def _cell(
@@ -93,7 +131,7 @@ def _cell(
 def summarise(
     name: str,
     claim: str,
-    records: dict[str, list[dict[str, Any]]],
+    records: dict[str, list[RunNumbers]],
     temperatures: Sequence[float],
 ) -> ExperimentSummary:
     """`records`: arm -> one run record per seed, in seed order; the first arm is the baseline."""
@@ -104,7 +142,7 @@ def summarise(
             for t in temperatures:
                 series[arm, metric, t] = [_temperature_value(r, metric, t) for r in runs]
         for metric, (_, read) in PER_MODEL.items():
-            series[arm, metric, None] = [float(read(r)) for r in runs]
+            series[arm, metric, None] = [read(r) for r in runs]
     cells = [
         _cell(
             arm,
@@ -159,10 +197,10 @@ def table_markdown(summary: ExperimentSummary) -> str:
         lines += ["", f"## T = {t:g}", ""]
         rows = [
             [arm + (" (baseline)" if arm == baseline else "")]
-            + [_cell_text(summary.cell(arm, m, t), rate) for m, (_, rate) in columns]
+            + [_cell_text(summary.cell(arm, m, t), rate) for m, (_, rate, _) in columns]
             for arm in summary.arms
         ]
-        lines += _table(["arm", *(h for h, _ in PER_TEMPERATURE.values())], rows)
+        lines += _table(["arm", *(h for h, _, _ in PER_TEMPERATURE.values())], rows)
     lines += ["", "## Per model: flywheel and training compute", ""]
     rows = [
         [arm] + [_cell_text(summary.cell(arm, m), m.startswith("flywheel")) for m in PER_MODEL]

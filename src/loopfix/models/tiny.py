@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -15,9 +15,13 @@ __all__ = ["TINY_VOCAB_SIZE", "tiny_config", "tiny_model", "tiny_tokenizer"]
 
 TINY_VOCAB_SIZE = 128
 
+# A config keyword's value: a width or count, a flag, a token id that may be absent, a layer
+# type list.
+ConfigSettings = dict[str, int | bool | list[str] | None]
+
 _WORDS = ["<unk>", "<s>", "</s>", *"abcdefghijklmnopqrstuvwxyz", *"0123456789"]
 
-_TOKENS: dict[str, Any] = {
+_TOKENS: ConfigSettings = {
     "vocab_size": TINY_VOCAB_SIZE,
     "bos_token_id": _WORDS.index("<s>"),
     "eos_token_id": _WORDS.index("</s>"),
@@ -25,7 +29,7 @@ _TOKENS: dict[str, Any] = {
 }
 
 # Widths differ (64 residual, 128 MLP) so that a transposed weight cannot pass a shape check.
-_COMMON: dict[str, Any] = {
+_COMMON: ConfigSettings = {
     **_TOKENS,
     "hidden_size": 64,
     "intermediate_size": 128,
@@ -37,7 +41,7 @@ _COMMON: dict[str, Any] = {
     "max_position_embeddings": 256,
 }
 
-_HYBRID: dict[str, Any] = {
+_HYBRID: ConfigSettings = {
     # One Gated DeltaNet layer and one softmax-attention layer, so both mixers are present.
     "layer_types": ["linear_attention", "full_attention"],
     "linear_num_key_heads": 2,
@@ -47,7 +51,7 @@ _HYBRID: dict[str, Any] = {
     "linear_conv_kernel_dim": 4,
 }
 
-_SLIDING: dict[str, Any] = {
+_SLIDING: ConfigSettings = {
     "sliding_window": 16,
     "layer_types": ["sliding_attention", "full_attention"],
 }
@@ -56,14 +60,14 @@ _SLIDING: dict[str, Any] = {
 # scale from the head width (the real model's query_pre_attn_scalar is its head_dim, 256), and
 # the output layer tied to the embedding (which the model scales by sqrt(hidden_size)). Its
 # q/k norms come with the architecture.
-_GEMMA3: dict[str, Any] = {
+_GEMMA3: ConfigSettings = {
     "num_key_value_heads": 1,
     "query_pre_attn_scalar": _COMMON["head_dim"],
     "tie_word_embeddings": True,
 }
 
 # family -> (model_type, config settings)
-_TINY: dict[str, tuple[str, dict[str, Any]]] = {
+_TINY: dict[str, tuple[str, ConfigSettings]] = {
     "llama": ("llama", _COMMON),
     "mistral": ("mistral", _COMMON),
     "qwen2": ("qwen2", _COMMON),

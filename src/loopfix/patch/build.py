@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 import transformers
@@ -15,6 +15,7 @@ from loopfix.models import architecture_for
 from loopfix.patch.edit import edited_columns, unit
 from loopfix.patch.format import ColumnEdit, Patch
 from loopfix.patch.hashing import tensor_sha256
+from loopfix.patch.manifest import BaseModelInfo
 from loopfix.patch.sites import EditSite, parameter_name, site_orientation, write_view
 
 if TYPE_CHECKING:
@@ -42,14 +43,14 @@ def software_versions() -> dict[str, str]:
     }
 
 
-def base_model_info(model: PreTrainedModel, model_id: str | None = None) -> dict[str, Any]:
+def base_model_info(model: PreTrainedModel, model_id: str | None = None) -> BaseModelInfo:
     """id, revision (the hub commit when the model came from the hub), model type, family."""
-    return {
-        "id": model_id or str(getattr(model, "name_or_path", "")),
-        "revision": getattr(model.config, "_commit_hash", None),
-        "model_type": model.config.model_type,
-        "family": architecture_for(model).family,
-    }
+    return BaseModelInfo(
+        id=model_id or str(getattr(model, "name_or_path", "")),
+        revision=getattr(model.config, "_commit_hash", None),
+        model_type=model.config.model_type,
+        family=architecture_for(model).family,
+    )
 
 
 def build_patch(
@@ -57,8 +58,8 @@ def build_patch(
     requests: Sequence[EditRequest],
     *,
     model_id: str | None = None,
-    metrics: dict[str, Any] | None = None,
-    provenance: dict[str, Any] | None = None,
+    metrics: Mapping[str, object] | None = None,
+    provenance: Mapping[str, object] | None = None,
 ) -> Patch:
     """Compute each edit's before/after columns and whole-tensor hashes; the model is untouched.
 

@@ -95,10 +95,10 @@ def model_card(patch: Patch, model_spec: str, reverted: bool = False) -> str:
     state = "with the loopfix patch reverted (original weights)" if reverted else "patched"
     lines = [
         "---",
-        f"base_model: {base.get('id')}",
+        f"base_model: {base.id}",
         "tags: [loopfix, weight-patch]",
         "---",
-        f"# {base.get('id')} ({state})",
+        f"# {base.id} ({state})",
         "",
         f"Written by `loopfix patch {'revert' if reverted else 'apply'}` from `{model_spec}`.",
         f"Edited tensors: {sites}.",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 from pydantic import ValidationError
@@ -30,7 +30,14 @@ from loopfix.atomic import atomic_writer, write_json_atomic
 from loopfix.errors import LoopfixError
 from loopfix.models.architectures import Orientation
 from loopfix.patch.hashing import tensor_sha256
-from loopfix.patch.manifest import HASH_FIELD, Manifest, ManifestEdit, manifest_sha256, with_hash
+from loopfix.patch.manifest import (
+    HASH_FIELD,
+    BaseModelInfo,
+    Manifest,
+    ManifestEdit,
+    manifest_sha256,
+    with_hash,
+)
 
 __all__ = [
     "MANIFEST_NAME",
@@ -82,7 +89,7 @@ class ColumnEdit:
     before: torch.Tensor
     after: torch.Tensor
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         return {
             "name": self.name,
             "layer": self.layer,
@@ -99,25 +106,25 @@ class ColumnEdit:
 
 @dataclass(frozen=True)
 class Patch:
-    base_model: dict[str, Any]
-    """id, revision (None for a local folder), model_type, family."""
+    base_model: BaseModelInfo
     edits: tuple[ColumnEdit, ...]
     touched_parameters: int
     total_parameters: int
-    metrics: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    # The repair's numbers, written and shown whole (the patch reads none of them).
+    metrics: Mapping[str, object] = field(default_factory=dict)
+    provenance: Mapping[str, object] = field(default_factory=dict)
     """How the direction was found (method, layers, seeds) and the software versions."""
 
     @property
     def touched_fraction(self) -> float:
         return self.touched_parameters / self.total_parameters
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         """patch.json: the fields, then the hash that covers them all."""
         return with_hash(
             {
                 "format": PATCH_FORMAT,
-                "base_model": self.base_model,
+                "base_model": self.base_model.model_dump(),
                 "edits": [
                     {
                         **edit.manifest(),
@@ -172,7 +179,7 @@ def save_patch(patch: Patch, folder: Path) -> Path:
     return manifest
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     # JSON keeps the last of two equal keys: the file would show one value and apply another.
     repeated = [key for key, count in Counter(key for key, _ in pairs).items() if count > 1]
     if repeated:
@@ -180,7 +187,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+def _read_manifest(manifest_path: Path) -> dict[str, object]:
     try:
         manifest = json.loads(
             manifest_path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicates
@@ -194,13 +201,15 @@ def _read_manifest(manifest_path: Path) -> dict[str, Any]:
     return manifest
 
 
-def _check_format(manifest: dict[str, Any], manifest_path: Path) -> None:
+def _check_format(manifest: Mapping[str, object], manifest_path: Path) -> None:
     if "format" not in manifest:
         raise PatchFormatError(f"{manifest_path} lacks 'format'")
-    if manifest["format"] != PATCH_FORMAT:
+    found = manifest["format"]
+    if found != PATCH_FORMAT:
+        # found may be any JSON value (a list is no key of the table of old formats)
+        old = _OLD_FORMATS.get(found, "") if isinstance(found, str) else ""
         raise PatchFormatError(
-            f"{manifest_path} has format {manifest['format']!r}, expected {PATCH_FORMAT!r}"
-            + _OLD_FORMATS.get(manifest["format"], "")
+            f"{manifest_path} has format {found!r}, expected {PATCH_FORMAT!r}{old}"
         )
 
 
@@ -255,7 +264,7 @@ def load_patch(path: Path) -> Patch:
         _edit(index, entry, tensors, tensors_path) for index, entry in enumerate(manifest.edits)
     )
     return Patch(
-        base_model=manifest.base_model.model_dump(),
+        base_model=manifest.base_model,
         edits=edits,
         touched_parameters=manifest.touched_parameters,
         total_parameters=manifest.total_parameters,

@@ -173,7 +173,7 @@ def _card(source: Path, patch: Patch, out: Path, report: list[TensorExport]) -> 
     )
     return "\n".join(
         [
-            f"# {out.name}: {patch.base_model.get('id')} with a loopfix patch",
+            f"# {out.name}: {patch.base_model.id} with a loopfix patch",
             "",
             f"Written by `loopfix patch apply` from `{source.name}` (SHA-256 "
             f"{file_sha256(source)}).",

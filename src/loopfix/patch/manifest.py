@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -19,7 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from loopfix.models.architectures import Orientation
 from loopfix.patch.sites import SiteKind
 
-__all__ = ["HASH_FIELD", "Manifest", "ManifestEdit", "manifest_sha256", "with_hash"]
+__all__ = [
+    "HASH_FIELD",
+    "BaseModelInfo",
+    "Manifest",
+    "ManifestEdit",
+    "manifest_sha256",
+    "with_hash",
+]
 
 HASH_FIELD = "manifest_sha256"
 
@@ -28,7 +36,7 @@ Name = Annotated[str, StringConstraints(min_length=1)]
 Count = Annotated[int, Field(ge=1)]
 
 
-def manifest_sha256(manifest: dict[str, Any]) -> str:
+def manifest_sha256(manifest: Mapping[str, object]) -> str:
     """The hash of every field but the hash itself, as canonical JSON."""
     content = {key: value for key, value in manifest.items() if key != HASH_FIELD}
     # Hashed as it reads back: JSON turns a metric's key 10 into "10", which sorts otherwise.
@@ -37,7 +45,7 @@ def manifest_sha256(manifest: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def with_hash(manifest: dict[str, Any]) -> dict[str, Any]:
+def with_hash(manifest: Mapping[str, object]) -> dict[str, object]:
     return {**manifest, HASH_FIELD: manifest_sha256(manifest)}
 
 
@@ -59,7 +67,10 @@ class _Slots(_Strict):
     after: _Slot
 
 
-class _BaseModel(_Strict):
+class BaseModelInfo(_Strict):
+    """The model a patch was made on: its id, revision (the hub commit; None for a local
+    folder), model_type and family."""
+
     id: str
     revision: str | None
     model_type: str
@@ -105,14 +116,15 @@ class Manifest(_Strict):
     """patch.json as loopfix writes it (format loopfix.patch/3)."""
 
     format: str
-    base_model: _BaseModel
+    base_model: BaseModelInfo
     edits: Annotated[list[ManifestEdit], Field(min_length=1)]
     layers: list[int]
     touched_parameters: Count
     total_parameters: Count
     touched_fraction: float
-    metrics: dict[str, Any]
-    provenance: dict[str, Any]
+    # Written by the repair and shown whole; the patch itself reads no field of them.
+    metrics: Mapping[str, object]
+    provenance: Mapping[str, object]
     manifest_sha256: Sha256
 
     @model_validator(mode="after")

@@ -85,7 +85,7 @@ def _charts(
 
     generated = [s for s in records if s.finish_reason != "error"]
     # a server's repetition stop is a loop even where the detector placed none
-    placed = [(s.loop or {}).get("onset") for s in generated if looping(s)]
+    placed = [s.loop.onset if s.loop else None for s in generated if looping(s)]
     onsets = [onset for onset in placed if onset is not None]
     charts = [
         rate_chart(

@@ -77,7 +77,7 @@ def judge_generation(
         tokens=generation.tokens,
         text=text,
         finish_reason=generation.finish_reason,
-        loop=verdict.to_dict(),
+        loop=verdict,
         correct=correct,
         meta=meta,
     )

@@ -39,7 +39,7 @@ def is_loop(sample: Sample) -> bool:
 def detector_looping(sample: Sample) -> bool:
     """The record's `loop.looping`: the detector's verdict, whether or not the output ended in
     the loop (what `loopfix detect` reports for the record)."""
-    return bool((sample.loop or {}).get("looping"))
+    return sample.looping
 
 
 def _rate(hits: int, n: int) -> Rate:

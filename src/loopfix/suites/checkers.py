@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
+from loopfix.suites.items import SuiteError
 from loopfix.suites.tasks import check_task
 
 __all__ = [
@@ -107,27 +107,32 @@ def final_number(text: str, stopped: bool = True) -> str | None:
     return last_number(text) if stopped else None
 
 
-def _check_sequence(text: str, answer: str, meta: dict[str, Any]) -> bool:
+def _check_sequence(text: str, answer: str, meta: Mapping[str, object]) -> bool:
     # Terms are positive whole numbers below 1,000, so every digit run is one term; a model
     # that first repeats the given terms is not penalised for it, one that runs on past the
     # asked-for terms is.
     numbers = [int(number) for number in _WHOLE_NUMBER.findall(text)]
-    given = [int(number) for number in meta.get("given", [])]
+    listed = meta.get("given", [])
+    if not isinstance(listed, list):
+        raise SuiteError(f"a sequence item's meta 'given' must be a list, not {listed!r}")
+    given = [int(number) for number in listed]
     if given and numbers[: len(given)] == given:
         numbers = numbers[len(given) :]
     return numbers == [int(number) for number in _WHOLE_NUMBER.findall(answer)]
 
 
-def _check_stargraph(text: str, meta: dict[str, Any], stopped: bool) -> bool:
+def _check_stargraph(text: str, meta: Mapping[str, object], stopped: bool) -> bool:
     # The walk is read back from the words of the text, so the checker works on any backend's
     # output; EOS is not part of the text, so whether generation stopped comes separately.
     # An unknown word becomes <pad>, which score_walk judges an illegal move.
-    graph = StarGraph.from_dict(meta["graph"])
+    graph = meta.get("graph")
+    if not isinstance(graph, dict):
+        raise SuiteError("a stargraph item's meta needs its 'graph' (an object)")
     words = [word for word in text.split() if word not in (BOS, EOS, PAD)]
     walk = [TOKEN_ID.get(word, PAD_ID) for word in words]
     if stopped:
         walk.append(EOS_ID)
-    return score_walk(graph, walk).success
+    return score_walk(StarGraph.from_dict(graph), walk).success
 
 
 def _compare(extract: Callable[[str], str | None]) -> Callable[[str, str], bool]:
@@ -146,7 +151,7 @@ _BY_NAME: dict[str, Callable[[str, str], bool]] = {
 
 
 def check_answer(
-    checker: str | None, text: str, answer: str | None, meta: dict[str, Any], stopped: bool
+    checker: str | None, text: str, answer: str | None, meta: Mapping[str, object], stopped: bool
 ) -> bool | None:
     """Whether `text` answers correctly under `checker`; None when there is nothing to judge.
 

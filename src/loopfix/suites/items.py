@@ -43,10 +43,11 @@ class SuiteItem:
     messages: list[dict[str, str]] | None = None
     answer: str | None = None
     checker: str | None = None  # None: correctness is not judged
+    # Free, as the suite file gives it: each checker reads and checks the fields it needs.
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id}
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {"id": self.id}
         for name in ("prompt", "messages", "answer", "checker"):
             if getattr(self, name) is not None:
                 data[name] = getattr(self, name)
@@ -81,7 +82,7 @@ def _check_checker(value: object) -> str | None:
     return None
 
 
-def _field_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+def _field_problem(data: dict[str, object]) -> tuple[str, str] | None:
     """The first (field, problem) of a parsed line, or None when the line is a valid item."""
     unknown = sorted(set(data) - _FIELDS)
     if unknown:

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from loopfix.suites.items import SuiteItem
+from loopfix.suites.items import SuiteError, SuiteItem
 
 __all__ = [
     "FAMILIES",
@@ -182,12 +181,15 @@ def _items_of_kind(entries: list[str], family: str, expected: list[str]) -> list
     return found
 
 
-def _found_and_expected(text: str, meta: dict[str, Any]) -> tuple[list[str], list[str]]:
-    expected = [str(item).casefold() for item in meta["items"]]
-    return _items_of_kind(list_items(text), meta["family"], expected), expected
+def _found_and_expected(text: str, meta: Mapping[str, object]) -> tuple[list[str], list[str]]:
+    family, items = meta.get("family"), meta.get("items")
+    if not isinstance(family, str) or not isinstance(items, list):
+        raise SuiteError("a tasks item's meta needs 'family' (a string) and 'items' (a list)")
+    expected = [str(item).casefold() for item in items]
+    return _items_of_kind(list_items(text), family, expected), expected
 
 
-def check_task(text: str, meta: dict[str, Any], stopped: bool) -> bool:
+def check_task(text: str, meta: Mapping[str, object], stopped: bool) -> bool:
     """Whether `text` gives exactly the list `meta["items"]` of family `meta["family"]` and
     then stops (see the module docstring)."""
     if not stopped:
@@ -196,7 +198,7 @@ def check_task(text: str, meta: dict[str, Any], stopped: bool) -> bool:
     return found == expected
 
 
-def starts_with_answer(text: str, meta: dict[str, Any]) -> bool:
+def starts_with_answer(text: str, meta: Mapping[str, object]) -> bool:
     """Whether the items of `text` begin with the whole expected list (what follows aside):
     the run-on that `check_task` rejects wrote the answer first, so a guard that stopped it
     there would have recovered it."""

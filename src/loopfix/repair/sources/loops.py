@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from loopfix.backends.hf import generate
-from loopfix.detect import DetectConfig, LoopVerdict, detect_text
+from loopfix.detect import DetectConfig, detect_text
 from loopfix.guards.base import Guard, GuardParams, Row
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, Sample
@@ -71,9 +71,9 @@ def loop_location(sample: Sample, tokenizer: Any) -> tuple[int, int] | None:
     are not in the text, and re-tokenizing may split differently), so the loop is located by its
     characters: the span's first character and the unit's text (`evidence`). None when the
     sample does not loop, carries no character span, or its text is not its decoded tokens."""
-    if not sample.loop or not sample.tokens:
+    verdict = sample.loop
+    if verdict is None or not sample.tokens:
         return None
-    verdict = LoopVerdict.from_dict(sample.loop)
     if not verdict.looping or verdict.span is None or verdict.evidence is None:
         return None
     start = verdict.span.char_start
