@@ -233,7 +233,7 @@ def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) ->
         result = run_doctor(config, lambda line: None)
     assert [s.n for s in result.measure.settings] == [3, 3, 3]
     assert (result.measure.backend, result.measure.dtype) == ("openai", None)
-    assert all(s.accuracy == 0.0 and s.cut_rate == 0.0 for s in result.measure.settings)
+    assert all(s.accuracy.value == s.cut_rate.value == 0.0 for s in result.measure.settings)
     assert result.guards.skipped and "in-process" in result.guards.skipped
     assert result.repair.skipped == "a URL model has no weights to patch"
     assert result.consistency.skipped and "URL" in result.consistency.skipped
