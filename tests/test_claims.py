@@ -32,11 +32,11 @@ def test_rescue_and_dry_remove_greedy_loops_without_regressions(tmp_path: Path) 
     )
     result = run_compare(config)
     none, dry, rescue = (result.entry(guard, 0.0) for guard in ("none", "dry", "rescue"))
-    assert none.loop_rate is not None and none.loop_rate >= 0.3
+    assert none.summary.loop_rate.measured >= 0.3
     for guard in (dry, rescue):
-        assert guard.loop_rate is not None and guard.loop_rate <= none.loop_rate / 3, guard
-        assert guard.regressions == 0, guard
-        assert guard.rescued_samples is not None and guard.rescued_samples >= 10, guard
+        assert guard.summary.loop_rate.measured <= none.summary.loop_rate.measured / 3, guard
+        assert guard.paired is not None and guard.paired.regressions == 0, guard
+        assert guard.paired.rescues >= 10, guard
 
 
 def test_the_testbed_patch_gives_greedy_answers_back_while_its_loops_remain(

@@ -14,23 +14,20 @@ from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
 from loopfix.doctor.combined import combined_stage
 from loopfix.doctor.config import REPAIR_LOOPS, TOP_UP_MAX
 from loopfix.doctor.recommend import recommend
-from loopfix.doctor.result import (
-    GuardStage,
-    MeasureSetting,
-    MeasureStage,
-    Recommendation,
-    RepairStage,
-)
+from loopfix.doctor.result import GuardStage, MeasureStage, RepairStage
 from loopfix.doctor.stages import doctor_repair_config, measure_backend_name, top_up_prompts
+from loopfix.guard_summaries import GuardEntry
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.records import read_samples
 from loopfix.repair import RepairConfig
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.config import NothingGeneratedError
 from loopfix.scan.stats import mcnemar_exact
+from loopfix.summaries import Paired, Shift
 from tests.backends.fake_openai import fake_server, sse
 from tests.repair.small import SMALL_TESTBED_REPAIR
 from tests.report.test_report import CHROMIUM, chromium, png_pixels
+from tests.summary_builders import setting_summary
 
 # The repair stage at test size (the pipeline is the doctor's, only smaller).
 SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 50, "gen_batch_size": 50})
@@ -105,28 +102,30 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     out, _ = testbed_run
     summary = json.loads((out / "summary.json").read_text())
     config = DoctorConfig.model_validate({**summary["config"], "out": out / "again"})
-    guards = GuardStage.from_dict(summary["guards"])
+    measure = MeasureStage.from_json(summary["measure"])
+    guards = GuardStage.from_json(summary["guards"])
+    assert guards.to_json() == summary["guards"]  # read back from its runs, as written
     # Whatever the small repair decided, its candidate is a real patch: combine it as accepted.
     repair = replace(RepairStage.from_dict(summary["repair"]), accepted=True)
-    advice = replace(Recommendation(**summary["recommendation"]), guard="dry")
+    advice = replace(recommend(measure, guards), guard="dry")
     stage = combined_stage(config, guards, repair, advice)
     assert stage.skipped is None and stage.guard == "dry" and stage.temperature == 0.0
-    assert [row["arm"] for row in stage.rows] == ["patch", "patch + dry"]
-    base = list(read_samples(Path(guards.entries[0]["run"]) / "records.jsonl"))
+    assert [row.arm for row in stage.rows] == ["patch", "patch + dry"]
+    base = list(read_samples(Path(guards.entries[0].run) / "records.jsonl"))
     for row in stage.rows:
-        arm = list(read_samples(Path(row["run"]) / "records.jsonl"))
+        arm = list(read_samples(Path(row.entry.run) / "records.jsonl"))
         assert len(arm) == len(base) == config.n
-        paired = compare_samples(base, arm).overall
-        assert (row["rescues"], row["regressions"]) == (paired.rescues, paired.regressions)
-        guard = next(e for e in guards.entries if e["guard"] == row["guard"])
-        alone = compare_samples(list(read_samples(Path(guard["run"]) / "records.jsonl")), arm)
-        assert row["vs_guard_alone"]["rescues"] == alone.overall.rescues
+        assert row.against_base == compare_samples(base, arm).overall
+        guard = next(e for e in guards.entries if e.guard == row.entry.guard)
+        alone = compare_samples(list(read_samples(Path(guard.run) / "records.jsonl")), arm)
+        assert row.against_guard == alone.overall
     # dry removes the testbed's greedy loops with or without the patch.
-    assert stage.rows[1]["loop_rate"] <= stage.rows[0]["loop_rate"]
+    loops = [row.entry.summary.loop_rate.measured for row in stage.rows]
+    assert loops[1] <= loops[0]
     patched_model = out / "again" / "combined" / "patched-model"
     assert (patched_model / "config.json").is_file()
     skipped = combined_stage(config, guards, replace(repair, accepted=False), advice)
-    assert skipped.skipped == "no accepted patch to combine" and skipped.rows == []
+    assert skipped.skipped == "no accepted patch to combine" and skipped.rows == ()
 
 
 def test_a_rerun_continues_after_the_last_finished_stage(
@@ -234,7 +233,7 @@ def test_a_url_model_is_measured_and_skips_what_needs_weights(tmp_path: Path) ->
         result = run_doctor(config, lambda line: None)
     assert [s.n for s in result.measure.settings] == [3, 3, 3]
     assert (result.measure.backend, result.measure.dtype) == ("openai", None)
-    assert all(s.accuracy == 0.0 and s.cut_rate == 0.0 for s in result.measure.settings)
+    assert all(s.accuracy.value == s.cut_rate.value == 0.0 for s in result.measure.settings)
     assert result.guards.skipped and "in-process" in result.guards.skipped
     assert result.repair.skipped == "a URL model has no weights to patch"
     assert result.consistency.skipped and "URL" in result.consistency.skipped
@@ -249,26 +248,27 @@ def test_the_doctors_testbed_repair_verifies_as_the_repair_does_or_on_n_when_qui
 
 
 def _measure(rows: list[tuple[float, float, float, float | None]]) -> MeasureStage:
-    settings = [
-        MeasureSetting(t, 10, loop, cut, loop, accuracy, 10, 20.0, None, None, None, {}, 0)
-        for t, loop, cut, accuracy in rows
-    ]
-    return MeasureStage("arith", 64, "scan", settings, False, {}, "hf", "float32")
+    settings = tuple(setting_summary(t, loop, cut, accuracy) for t, loop, cut, accuracy in rows)
+    return MeasureStage("arith", 64, "scan", settings, False, DoctorConfig(), "hf", "float32")
 
 
-def _guard(guard: str, plus: int, minus: int, cut: float, accuracy: float | None) -> dict:
-    return {
-        "temperature": 0.0,
-        "n": 10,
-        "mean_length": 9.0,
-        "guard": guard,
-        "loop_rate": cut,
-        "cut_rate": cut,
-        "accuracy": accuracy,
-        "rescued_samples": plus,
-        "regressions": minus,
-        "mcnemar_p": mcnemar_exact(plus, minus),
-    }
+def _guard(guard: str, plus: int, minus: int, cut: float, accuracy: float | None) -> GuardEntry:
+    unmeasured = Shift(None, None, None)
+    paired = Paired(
+        pairs=10,
+        judged_pairs=10,
+        rescues=plus,
+        regressions=minus,
+        mcnemar_p=mcnemar_exact(plus, minus),
+        loops_removed=0,
+        loops_added=0,
+        loop_rate=unmeasured,
+        cut_rate=unmeasured,
+        accuracy=unmeasured,
+        mean_length=unmeasured,
+    )
+    summary = setting_summary(0.0, cut, cut, accuracy, mean_length=9.0)
+    return GuardEntry(guard, summary, paired, 0, None, "runs")
 
 
 def test_the_recommendation_recovers_the_most_answers_without_a_significant_loss() -> None:
@@ -280,24 +280,24 @@ def test_the_recommendation_recovers_the_most_answers_without_a_significant_loss
         _guard("rescue", 5, 1, 0.2, 0.8),  # net +4: the most answers recovered
         _guard("ngram", 0, 8, 0.0, 0.0),  # breaks answers: a significant loss (p < 0.05)
     ]
-    advice = recommend(measure, GuardStage(0.0, "guards", entries, None))
+    advice = recommend(measure, GuardStage(0.0, "guards", tuple(entries), None))
     assert (advice.temperature, advice.guard, advice.cut_rate) == (0.0, "rescue", 0.2)
-    assert advice.reference_accuracy == 0.7 and advice.baseline["temperature"] == 0.0
+    assert advice.reference_accuracy == 0.7 and advice.baseline.temperature == 0.0
     assert "5 answers rescued, 1 lost (net +4" in advice.reason
     assert "1 candidate(s) with a significant loss" in advice.reason
     # Without the guards, the best temperature recovers the most answers and wins.
-    assert recommend(measure, GuardStage(None, None, [], "skipped")).temperature == 0.6
+    assert recommend(measure, GuardStage.not_run("skipped")).temperature == 0.6
     # On a tie in net answers, fewer regressions wins, then the lower cut rate.
     tied = [_guard("dry", 4, 0, 0.3, 0.8), _guard("rescue", 5, 1, 0.2, 0.8)]
-    assert recommend(measure, GuardStage(0.0, "guards", tied, None)).guard == "dry"
+    assert recommend(measure, GuardStage(0.0, "guards", tuple(tied), None)).guard == "dry"
     tied = [_guard("dry", 4, 0, 0.3, 0.8), _guard("rescue", 4, 0, 0.2, 0.8)]
-    assert recommend(measure, GuardStage(0.0, "guards", tied, None)).guard == "rescue"
+    assert recommend(measure, GuardStage(0.0, "guards", tuple(tied), None)).guard == "rescue"
 
 
 def test_the_recommendation_falls_back_to_the_cut_rate_without_judged_answers() -> None:
     measure = _measure([(0.0, 0.5, 0.6, None), (0.6, 0.2, 0.3, None)])
     entries = [_guard("dry", 0, 0, 0.1, None), _guard("rescue", 0, 0, 0.2, None)]
-    advice = recommend(measure, GuardStage(0.0, "guards", entries, None))
+    advice = recommend(measure, GuardStage(0.0, "guards", tuple(entries), None))
     assert (advice.temperature, advice.guard) == (0.0, "dry")
     assert "not judged" in advice.reason and "cut rate" in advice.reason
 
@@ -324,10 +324,10 @@ def test_temperatures_are_paired_on_the_measure_scans_prompts(tmp_path: Path) ->
         + [record(p, 0.6, 2 <= p <= 8) for p in range(10)]
     )
     measure = replace(_measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7)]), scan=str(tmp_path))
-    advice = recommend(measure, GuardStage(0.0, "guards", [_guard("dry", 4, 0, 0.0, 0.8)], None))
+    advice = recommend(measure, GuardStage(0.0, "guards", (_guard("dry", 4, 0, 0.0, 0.8),), None))
     # dry: net +4 exactly paired; T=0.6: net +3 paired on prompts. dry wins.
     assert advice.guard == "dry"
-    advice = recommend(measure, GuardStage(None, None, [], "skipped"))
+    advice = recommend(measure, GuardStage.not_run("skipped"))
     assert advice.temperature == 0.6
     assert "5 answers rescued, 2 lost (net +3" in advice.reason
     assert "paired on the same prompts" in advice.reason
@@ -355,7 +355,7 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     )
     result = run_doctor(config, lambda line: None, repair_config=repair)
     assert result.measure.suite == "arith" and result.measure.loops >= config.min_loops
-    assert [e["guard"] for e in result.guards.entries] == ["none", "dry"]
+    assert [e.guard for e in result.guards.entries] == ["none", "dry"]
     assert result.repair.skipped is None and result.repair.verify is not None
     verify = json.loads(Path(result.repair.verify).read_text())
     assert verify["branches"]["records"] == str(records)

@@ -8,43 +8,49 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from loopfix.cli.compare import compare_table
+from loopfix.guard_summaries import CompareResult, GuardEntry
 from loopfix.report.guard_comparison import COLUMNS, write_compare_report
-from loopfix.scan.guard_comparison import (
-    CompareResult,
-    GuardEntry,
-    _with_ranks,
-    answers_first,
-    ranked,
-    significant_loss,
-)
+from loopfix.scan.guard_comparison import _with_ranks, answers_first, ranked, significant_loss
 from loopfix.scan.stats import mcnemar_exact
+from loopfix.summaries import BackendRan, Paired, Shift
+from tests.summary_builders import setting_summary
+
+UNMEASURED = Shift(None, None, None)
 
 
 def entry(guard: str, plus: int, minus: int, cut: float, loop: float, length: float) -> GuardEntry:
-    return GuardEntry(
-        guard=guard,
-        temperature=0.0,
-        n=40,
-        loop_rate=loop,
-        cut_rate=cut,
-        accuracy=0.5,
-        mean_length=length,
-        rescues=0,
-        rescued_samples=plus,
+    paired = Paired(
+        pairs=40,
+        judged_pairs=40,
+        rescues=plus,
         regressions=minus,
         mcnemar_p=mcnemar_exact(plus, minus),
         loops_removed=0,
         loops_added=0,
+        loop_rate=UNMEASURED,
+        cut_rate=UNMEASURED,
+        accuracy=UNMEASURED,
+        mean_length=UNMEASURED,
+    )
+    return GuardEntry(
+        guard=guard,
+        summary=setting_summary(0.0, loop, cut, 0.5, n=40, mean_length=length),
+        paired=paired,
+        rescues_performed=0,
         tokens_per_s=100.0,
         run="runs",
     )
+
+
+def at(entry: GuardEntry, temperature: float) -> GuardEntry:
+    return replace(entry, summary=replace(entry.summary, temperature=temperature))
 
 
 # In run order; the expected rank of each is in the comment.
@@ -61,21 +67,19 @@ ORDER = ["rescue", "rescue+dry", "dry", "penalty", "cut", "none", "ngram"]
 
 
 def test_one_ranking_answers_first_then_cut_loop_tokens() -> None:
-    rows = [asdict(e) for e in ENTRIES]
+    rows = ENTRIES
     assert significant_loss(rows[1]) and not significant_loss(rows[3])
-    assert [row["guard"] for row in ranked(rows)] == ORDER
+    assert [row.guard for row in ranked(rows)] == ORDER
     assert sorted(rows, key=answers_first) == ranked(rows)  # one temperature: the same order
     ranks = {e.guard: e.rank for e in _with_ranks(ENTRIES)}
     assert [ranks[guard] for guard in ORDER] == list(range(1, len(ORDER) + 1))
     # Ranks are per temperature: a second temperature starts again at 1.
-    hot = [replace(e, temperature=0.6) for e in ENTRIES]
+    hot = [at(e, 0.6) for e in ENTRIES]
     twice = _with_ranks(ENTRIES + hot)
     assert [e.rank for e in twice[len(ENTRIES) :]] == [e.rank for e in twice[: len(ENTRIES)]]
     # Without judged answers (no pairs), the cut rate decides, then loop rate, then tokens.
-    unjudged = [
-        asdict(replace(e, rescued_samples=None, regressions=None, mcnemar_p=None)) for e in ENTRIES
-    ]
-    assert [row["guard"] for row in ranked(unjudged)][:3] == ["ngram", "rescue+dry", "dry"]
+    unjudged = [replace(e, paired=None) for e in ENTRIES]
+    assert [row.guard for row in ranked(unjudged)][:3] == ["ngram", "rescue+dry", "dry"]
 
 
 def result() -> CompareResult:
@@ -83,10 +87,10 @@ def result() -> CompareResult:
         model="m",
         suite="tasks",
         config={},
-        backend={},
-        temperatures=[0.0],
+        backend=BackendRan("hf", "float32"),
+        temperatures=(0.0,),
         entries=_with_ranks(ENTRIES),
-        notes=[],
+        notes=(),
     )
 
 
@@ -105,7 +109,7 @@ def test_the_table_and_the_report_lead_with_rescues_and_regressions_in_rank_orde
     ]
     assert [row[1] for row in rows] == ORDER
     assert rows[-1][3:5] == ["1", "9"]  # ngram: 1 rescued, 9 lost
-    write_compare_report(tmp_path / "report.html", result().to_dict())
+    write_compare_report(tmp_path / "report.html", result())
     html = (tmp_path / "report.html").read_text()
     heads = re.findall(r"<th>([^<]*)</th>", html)
     assert heads[:6] == [
@@ -116,7 +120,7 @@ def test_the_table_and_the_report_lead_with_rescues_and_regressions_in_rank_orde
         "regressions vs none",
         "McNemar p",
     ]
-    assert [label for _, _, label in COLUMNS][:6] == heads[:6]
+    assert [column.header for column in COLUMNS][:6] == heads[:6]
     cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td>", html)
     assert [guard for _, guard in cells] == ORDER
     assert "significantly outnumber its rescues" in html
@@ -152,9 +156,9 @@ def test_a_repetition_banning_guard_loses_legitimately_repeating_answers_on_a_re
     result = run_compare(CompareConfig(scan=scan, guards=["none", "ngram"]))
     none, ngram = result.entry("none", 0.0), result.entry("ngram", 0.0)
     # Both arms are generated here: no output is hard-coded. Without a guard most are right...
-    assert none.accuracy is not None and none.accuracy >= 0.5
+    assert none.summary.accuracy.measured >= 0.5
     # ...and the n-gram ban, which forbids the list's own repeats, breaks some of them: the
     # comparison counts them as regressions and ranks ngram below none.
-    assert ngram.regressions is not None and ngram.regressions > 0
-    assert ngram.regressions > (ngram.rescued_samples or 0)
+    assert ngram.paired is not None and ngram.paired.regressions > 0
+    assert ngram.paired.regressions > ngram.paired.rescues
     assert (ngram.rank, none.rank) == (2, 1)

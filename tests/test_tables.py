@@ -13,7 +13,7 @@ from loopfix.cli.compare import compare_table as guards_table
 from loopfix.cli.scan import compare_table, summary_table
 from loopfix.scan import ScanConfig, compare_runs, run_scan
 from loopfix.scan.guard_comparison import CompareConfig, run_compare
-from loopfix.summaries import ScanSummary
+from loopfix.summaries import Rate, ScanSummary
 
 
 def rendered(table: object) -> str:
@@ -60,16 +60,19 @@ def test_the_guard_table_fits_80_columns(tmp_path: Path) -> None:
         replace(
             entry,
             guard="phase-temp+rescue",
-            n=1000,
-            loop_rate=1.0,
-            cut_rate=1.0,
-            accuracy=1.0,
-            mean_length=1024.5,
-            rescues=1000,
-            rescued_samples=1000,
-            regressions=1000,
+            summary=replace(
+                entry.summary,
+                n=1000,
+                loop_rate=Rate(1.0, None),
+                cut_rate=Rate(1.0, None),
+                accuracy=Rate(1.0, None),
+                mean_length=1024.5,
+            ),
+            paired=replace(entry.paired, rescues=1000, regressions=1000),
+            rescues_performed=1000,
             tokens_per_s=12345.6,
         )
         for entry in result.entries
+        if entry.paired is not None
     ]
     assert_fits(rendered(guards_table(replace(result, entries=widest))), "phase-temp+rescue")

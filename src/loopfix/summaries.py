@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 __all__ = [
     "BackendRan",
     "Comparison",
@@ -41,7 +43,7 @@ class Rate:
             raise ValueError("a rate over no sample")
         return self.value
 
-    def json_items(self, name: str) -> dict[str, float | list[float] | None]:
+    def json_items(self, name: str) -> dict[str, JsonValue]:
         return {name: self.value, f"{name}_ci95": None if self.ci95 is None else list(self.ci95)}
 
     @classmethod
@@ -55,7 +57,7 @@ class SettingSummary:
     """The statistics of the samples of one decode setting (`scan.summary.setting_summary`)."""
 
     temperature: float
-    settings: dict[str, Any]  # the decode settings, as each record stores them
+    settings: dict[str, float]  # the decode settings, as each record stores them
     n: int  # generated samples (not over-long, not failed)
     overlong: int
     errors: int
@@ -76,10 +78,10 @@ class SettingSummary:
     unknown_lengths: int
     outcomes: dict[str, int]  # outcome class -> samples (`scan.outcomes`)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "temperature": self.temperature,
-            "settings": self.settings,
+            "settings": dict(self.settings),
             "n": self.n,
             "overlong": self.overlong,
             "errors": self.errors,
@@ -98,7 +100,7 @@ class SettingSummary:
             "median_length": self.median_length,
             "p90_length": self.p90_length,
             "unknown_lengths": self.unknown_lengths,
-            "outcomes": self.outcomes,
+            "outcomes": dict(self.outcomes),
         }
 
     @classmethod
@@ -136,6 +138,9 @@ class BackendRan:
     name: str
     dtype: str | None
 
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"name": self.name, "dtype": self.dtype}
+
 
 @dataclass(frozen=True)
 class ScanSummary:
@@ -147,7 +152,7 @@ class ScanSummary:
     loops: int
     detector_looping: int
     overlong_prompts: tuple[str, ...]
-    config: dict[str, Any] | None = None  # the scan's settings (`ScanConfig.identity`)
+    config: dict[str, JsonValue] | None = None  # the scan's settings (`ScanConfig.identity`)
     backend: BackendRan | None = None
     prompting: Prompting | None = None  # how prompts were rendered, for a local tokenizer
     warnings: tuple[str, ...] = ()
@@ -156,8 +161,8 @@ class ScanSummary:
     def setting(self, temperature: float) -> SettingSummary:
         return next(s for s in self.settings if s.temperature == temperature)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {
             "settings": [setting.to_json() for setting in self.settings],
             "records": self.records,
             "loops": self.loops,
@@ -167,7 +172,7 @@ class ScanSummary:
         if self.config is not None:
             data["config"] = self.config
         if self.backend is not None:
-            data["backend"] = {"name": self.backend.name, "dtype": self.backend.dtype}
+            data["backend"] = self.backend.to_json()
         if self.prompting is not None:
             data["prompting"] = self.prompting
         return data | {"warnings": list(self.warnings), "notes": list(self.notes)}
@@ -197,7 +202,7 @@ class Shift:
     b: float | None
     delta: float | None
 
-    def to_json(self) -> dict[str, float | None]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"a": self.a, "b": self.b, "delta": self.delta}
 
     @classmethod
@@ -227,7 +232,7 @@ class Paired:
         """Answers recovered net: rescues minus regressions."""
         return self.rescues - self.regressions
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "pairs": self.pairs,
             "judged_pairs": self.judged_pairs,
@@ -275,7 +280,7 @@ class Comparison:
     overall: Paired
     by_temperature: tuple[TemperaturePaired, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "paired_on": self.paired_on,
             "unpaired": {"a": self.unpaired_a, "b": self.unpaired_b},

@@ -51,17 +51,16 @@ def test_compare_pairs_every_guard_with_none(tiny_folder: Path, tmp_path: Path) 
     entries = {entry.guard: entry for entry in summary.entries}
     assert list(entries) == ["none", "rescue", "dry"]  # the baseline is always run first
     for entry in entries.values():
-        assert entry.n == 2 and entry.tokens_per_s is not None and entry.tokens_per_s > 0
-        assert entry.regressions is not None and entry.regressions >= 0
-        assert entry.rescued_samples is not None and entry.rescued_samples >= 0
+        assert entry.summary.n == 2 and entry.tokens_per_s is not None and entry.tokens_per_s > 0
+        assert entry.paired is not None and entry.paired.regressions >= 0
     records = list(SampleStore(tmp_path / "out" / "runs" / "rescue" / "T0" / "records.jsonl"))
     assert len(records) == 2  # every sample's record says what the guards did
     logged = [rescue for s in records for rescue in s.meta["guards"]["rescues"]]
-    assert entries["rescue"].rescues == len(logged)
+    assert entries["rescue"].rescues_performed == len(logged)
     assert (tmp_path / "out" / "report.html").read_text().count("<tr>") == 4
     # A rerun resumes: nothing is generated again and the summary is the same.
     again = run_compare(config(tiny_folder, tmp_path, ["rescue", "dry"], **{"rescue.min_span": 6}))
-    assert [e.loop_rate for e in again.entries] == [e.loop_rate for e in entries.values()]
+    assert [e.summary for e in again.entries] == [e.summary for e in entries.values()]
     # Another comparison into the same directory is refused before anything is generated.
     with pytest.raises(GuardError, match="other guards or settings"):
         run_compare(config(tiny_folder, tmp_path, ["dry"]))
@@ -95,5 +94,5 @@ def test_pairs_are_exact_at_any_temperature(tiny_folder: Path, tmp_path: Path) -
         for spec in ("none", "cut")
     }
     assert tokens["none"] == tokens["cut"] and len(tokens["none"]) == 6
-    assert cut.rescued_samples == cut.regressions == 0
-    assert cut.loop_rate == none.loop_rate
+    assert cut.paired is not None and cut.paired.rescues == cut.paired.regressions == 0
+    assert cut.summary.loop_rate == none.summary.loop_rate

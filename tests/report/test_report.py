@@ -14,6 +14,7 @@ from loopfix.records import Sample
 from loopfix.report import render_report
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.summary import is_loop
+from loopfix.summaries import ScanSummary
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -81,7 +82,7 @@ def test_report_is_self_contained_and_highlights_loops(scan_dir: Path) -> None:
         False,
         {"loop_chars": [6, 17]},
     )
-    summary = {"settings": [], "records": 1}
+    summary = ScanSummary(settings=(), records=1, loops=1, detector_looping=1, overlong_prompts=())
     assert "intro <mark>la la la la</mark>" in render_report(summary, [sample], is_loop)
 
 

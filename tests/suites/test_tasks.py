@@ -6,7 +6,7 @@ import pytest
 
 from loopfix.detect import LoopVerdict
 from loopfix.records import Sample
-from loopfix.scan.task_families import family_rows, format_family_rows, main
+from loopfix.scan.task_families import FamilyRow, family_rows, format_family_rows, main
 from loopfix.suites import BUILTIN_SUITES, check_answer, load_suite
 from loopfix.suites.tasks import (
     DAYS,
@@ -160,19 +160,19 @@ def test_family_rows_count_loops_that_cost_an_answer() -> None:
         _sample(days.id, 0.0, "Monday, Monday, Monday", cut=True, looping=True),
         _sample(days.id, 0.6, days.answer or "", cut=False, looping=False),
     ]
-    rows = {(row["family"], row["temperature"]): row for row in family_rows(samples)}
-    assert rows["count", 0.0] == {
-        "family": "count",
-        "temperature": 0.0,
-        "n": 1,
-        "success": 0,
-        "loop": 1,
-        "cut": 1,
-        "loops_solved_elsewhere": 1,
-        "loops_with_answer": 1,
-    }
-    assert rows["days", 0.0]["loops_with_answer"] == 0
-    assert rows["all", 0.6]["success"] == 2 and rows["all", 0.0]["loop"] == 2
+    rows = {(row.family, row.temperature): row for row in family_rows(samples)}
+    assert rows["count", 0.0] == FamilyRow(
+        family="count",
+        temperature=0.0,
+        n=1,
+        success=0,
+        loop=1,
+        cut=1,
+        loops_solved_elsewhere=1,
+        loops_with_answer=1,
+    )
+    assert rows["days", 0.0].loops_with_answer == 0
+    assert rows["all", 0.6].success == 2 and rows["all", 0.0].loop == 2
     assert "| 0 | all | 2 | 0 (0%) | 2 (100%) | 2 (100%) | 2 of 2 | 1 of 2 |" in (
         format_family_rows(family_rows(samples))
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +14,7 @@ from loopfix.scan.config import ScanConfig
 from loopfix.scan.guard_config import CompareConfig
 
 if TYPE_CHECKING:
-    from loopfix.scan.guard_comparison import CompareResult
+    from loopfix.guard_summaries import CompareResult
 
 EXAMPLES = examples(
     "loopfix compare loopfix:stargraph --suite stargraph --n 100 --temperatures 0,0.6 "
@@ -34,15 +33,15 @@ def register(app: typer.Typer) -> None:
 
 def compare_table(result: CompareResult) -> Table:
     """The guards in rank order at each temperature (`answers_first`), answers first."""
-    from loopfix.report.guard_comparison import TERMINAL_COLUMNS, cell
+    from loopfix.report.guard_comparison import TERMINAL_COLUMNS
     from loopfix.scan.guard_comparison import ranked
 
-    entries = ranked(asdict(entry) for entry in result.entries)
-    rows = [[cell(key, entry[key]) for key, _, _ in TERMINAL_COLUMNS] for entry in entries]
-    sizes = "/".join(str(n) for n in dict.fromkeys(entry["n"] for entry in entries))
+    entries = ranked(result.entries)
+    rows = [[column.cell(entry) for column in TERMINAL_COLUMNS] for entry in entries]
+    sizes = "/".join(str(n) for n in dict.fromkeys(entry.summary.n for entry in entries))
     return narrow_table(
         f"guards on {result.model} / {result.suite} (n={sizes}), by answers recovered vs none",
-        [(short, full) for _, short, full in TERMINAL_COLUMNS],
+        [(column.short, column.header) for column in TERMINAL_COLUMNS],
         rows,
     )
 

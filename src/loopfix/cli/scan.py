@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -116,7 +116,7 @@ def _run_compare(runs: list[Path], out: Path | None) -> None:
         console.print(f"wrote {out / 'compare.json'}")
 
 
-def _run(config: Any) -> None:
+def _run(config: ScanConfig) -> None:
     from loopfix.scan import run_scan
 
     try:

@@ -11,16 +11,43 @@ same guard's run on the unpatched model: what the patch adds to the guard, or co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loopfix.doctor.config import DoctorConfig
-from loopfix.doctor.result import CombinedStage, GuardStage, Recommendation, RepairStage
+from loopfix.doctor.result import (
+    CombinedArm,
+    CombinedStage,
+    GuardStage,
+    Recommendation,
+    RepairStage,
+)
 from loopfix.doctor.stages import scan_config
+from loopfix.guard_summaries import GuardEntry
 from loopfix.progress import ProgressFactory
 
-__all__ = ["combined_stage"]
+__all__ = ["combined_arms", "combined_stage"]
 
 BASELINE = "none"
+
+
+def combined_arms(guards: GuardStage, patched: tuple[GuardEntry, ...]) -> tuple[CombinedArm, ...]:
+    """Each of the patched model's runs (`patched`, one per guard) paired with the unpatched
+    model's run without a guard and with its run of the same guard (the guard stage's)."""
+    from loopfix.records import read_samples
+    from loopfix.scan.compare import compare_samples
+
+    unpatched = {e.guard: list(read_samples(Path(e.run) / "records.jsonl")) for e in guards.entries}
+    arms = []
+    for entry in patched:
+        samples = list(read_samples(Path(entry.run) / "records.jsonl"))
+        arms.append(
+            CombinedArm(
+                arm="patch" if entry.guard == BASELINE else f"patch + {entry.guard}",
+                entry=entry,
+                against_base=compare_samples(unpatched[BASELINE], samples).overall,
+                against_guard=compare_samples(unpatched[entry.guard], samples).overall,
+            )
+        )
+    return tuple(arms)
 
 
 def combined_stage(
@@ -36,8 +63,6 @@ def combined_stage(
         return CombinedStage.not_run(f"no guard stage to pair with ({guards.skipped})")
     from loopfix.patch import load_patch
     from loopfix.patch.export import export_patched
-    from loopfix.records import read_samples
-    from loopfix.scan.compare import compare_samples
     from loopfix.scan.guard_comparison import CompareConfig, run_compare
 
     guard = None if recommendation.guard == BASELINE else recommendation.guard
@@ -50,32 +75,5 @@ def combined_stage(
     )
     specs = [BASELINE] if guard is None else [BASELINE, guard]
     compared = run_compare(CompareConfig(scan=scan, guards=specs), progress)
-    unpatched = {
-        e["guard"]: list(read_samples(Path(e["run"]) / "records.jsonl")) for e in guards.entries
-    }
-    rows: list[dict[str, Any]] = []
-    for entry in compared.entries:
-        samples = list(read_samples(Path(entry.run) / "records.jsonl"))
-        paired = compare_samples(unpatched[BASELINE], samples).overall.to_json()
-        # Against the same guard without the patch: what the patch adds to the guard.
-        alone = compare_samples(unpatched[entry.guard], samples).overall.to_json()
-        arm = "patch" if entry.guard == BASELINE else f"patch + {entry.guard}"
-        rows.append(
-            {
-                "arm": arm,
-                "guard": entry.guard,
-                "n": entry.n,
-                "loop_rate": entry.loop_rate,
-                "cut_rate": entry.cut_rate,
-                "accuracy": entry.accuracy,
-                "mean_length": entry.mean_length,
-                **{key: paired[key] for key in ("rescues", "regressions", "mcnemar_p")},
-                "loops_removed": paired["loops_removed"],
-                "loops_added": paired["loops_added"],
-                "vs_guard_alone": {
-                    key: alone[key] for key in ("rescues", "regressions", "mcnemar_p")
-                },
-                "run": entry.run,
-            }
-        )
+    rows = combined_arms(guards, compared.entries)
     return CombinedStage(guards.temperature, guard, str(folder), rows, None)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from loopfix.lab.stargraph import WALK_CAP
 from loopfix.records import MAX_PROMPTS
@@ -29,11 +29,11 @@ __all__ = [
 # in seconds, and its repair needs a few hundred verification prompts to see a halving of loops;
 # a real model pays seconds per answer. `--quick`: a few prompts, a shorter cap, three guards,
 # so a 135M-parameter model fits in minutes on 2 cores.
-SIZES: dict[str, dict[str, Any]] = {
+SIZES: dict[str, dict[str, int]] = {
     "stargraph": {"n": 300, "max_new_tokens": WALK_CAP},
     "other": {"n": 50, "max_new_tokens": SUITE_CAP},
 }
-QUICK: dict[str, dict[str, Any]] = {
+QUICK: dict[str, dict[str, int]] = {
     "stargraph": {"n": 100, "max_new_tokens": WALK_CAP},  # a walk is no shorter with --quick
     "other": {"n": 12, "max_new_tokens": 160},
 }
@@ -53,7 +53,7 @@ QUICK_GUARDS = ["none", "dry", "rescue"]
 # 24 normal answers (48).
 REPAIR_LOOPS = 40
 TOP_UP_MAX = 2
-REPAIR_SIZES: dict[str, Any] = {"prompts": 100, "control_seeds": 2, "kl_walks": 24}
+REPAIR_SIZES: dict[str, int] = {"prompts": 100, "control_seeds": 2, "kl_walks": 24}
 
 CONSISTENCY_DIR = "consistency"  # OUT/consistency: the consistency stage's json and report
 
@@ -121,7 +121,7 @@ class DoctorConfig(BaseModel):
         """Every `None` filled: by suite (the testbed's `stargraph` or any other) and `quick`."""
         suite = self.suite or ("stargraph" if testbed else MODEL_SUITE)
         sizes = (QUICK if self.quick else SIZES)["stargraph" if suite == "stargraph" else "other"]
-        update: dict[str, Any] = {"suite": suite}
+        update: dict[str, str | int | list[str]] = {"suite": suite}
         for name in ("n", "max_new_tokens"):
             if getattr(self, name) is None:
                 update[name] = sizes[name]
@@ -129,6 +129,6 @@ class DoctorConfig(BaseModel):
             update["guards"] = QUICK_GUARDS if self.quick else GUARDS
         return self.model_copy(update=update)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         """What decides the doctor's results: a rerun with another identity is refused."""
         return self.model_dump(mode="json", exclude={"out", "vllm_python"})

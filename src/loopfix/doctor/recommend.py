@@ -36,66 +36,63 @@ reason says so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from loopfix.doctor.result import GuardStage, MeasureSetting, MeasureStage, Recommendation
+from loopfix.doctor.result import GuardStage, MeasureStage, Recommendation
+from loopfix.guard_summaries import Answers
 from loopfix.records import read_samples
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_comparison import answers_first, net_answers, significant_loss
+from loopfix.summaries import SettingSummary
 
-__all__ = ["recommend"]
+__all__ = ["Candidate", "recommend"]
 
-_KEYS = ("temperature", "guard", "n", "loop_rate", "cut_rate", "accuracy", "mean_length")
-
-
-def _setting(s: MeasureSetting) -> dict[str, Any]:
-    return {"temperature": s.temperature, "guard": "none", **{k: getattr(s, k) for k in _KEYS[2:]}}
+# How a candidate's answers were counted against the loopiest setting (see the docstring).
+Pairing = Literal["itself", "exact", "prompt", "counted"]
 
 
-def _correct(s: MeasureSetting) -> int | None:
-    return None if s.accuracy is None else round(s.accuracy * s.judged)
+@dataclass(frozen=True)
+class Candidate:
+    """A decode setting the doctor may recommend: a temperature without a guard, or a guard at
+    the loopiest temperature (`scan.guard_comparison.Ranked`)."""
+
+    guard: str
+    summary: SettingSummary
+    answers: Answers | None  # None: the guard's runs had no pairs
+    paired: Pairing
 
 
-def _temperature_pairs(measure: MeasureStage, s: MeasureSetting) -> dict[str, Any]:
+def _correct(s: SettingSummary) -> int | None:
+    return None if s.accuracy.value is None else round(s.accuracy.value * s.judged)
+
+
+def _temperature_answers(measure: MeasureStage, s: SettingSummary) -> tuple[Answers, Pairing]:
     """Rescues / regressions / p of temperature `s` against the loopiest, on (prompt, sample)."""
     loopiest = measure.loopiest
     if s.temperature == loopiest.temperature:
-        return {"rescued_samples": 0, "regressions": 0, "mcnemar_p": 1.0, "paired": "itself"}
+        return Answers(0, 0, 1.0), "itself"
     try:
         records = list(read_samples(Path(measure.scan) / "records.jsonl"))
         here = [r for r in records if r.settings["temperature"] == s.temperature]
         there = [r for r in records if r.settings["temperature"] == loopiest.temperature]
-        paired = compare_samples(there, here).overall.to_json()
+        paired = compare_samples(there, here).overall
     except (OSError, ValueError):  # no records to pair: count the answers instead
         right_here, right_there = _correct(s), _correct(loopiest)
         net = 0 if right_here is None or right_there is None else right_here - right_there
-        return {
-            "rescued_samples": max(net, 0),
-            "regressions": max(-net, 0),
-            "mcnemar_p": None,
-            "paired": "counted",
-        }
-    return {
-        "rescued_samples": paired["rescues"],
-        "regressions": paired["regressions"],
-        "mcnemar_p": paired["mcnemar_p"],
-        "paired": "prompt",
-    }
+        return Answers(max(net, 0), max(-net, 0), None), "counted"
+    return Answers.of(paired), "prompt"
 
 
-def _candidates(measure: MeasureStage, guards: GuardStage) -> list[dict[str, Any]]:
-    found = [{**_setting(s), **_temperature_pairs(measure, s)} for s in measure.settings if s.n]
+def _candidates(measure: MeasureStage, guards: GuardStage) -> list[Candidate]:
+    found = [
+        Candidate("none", s, *_temperature_answers(measure, s)) for s in measure.settings if s.n
+    ]
     found += [
-        {
-            **{k: e.get(k) for k in _KEYS},
-            "rescued_samples": e.get("rescued_samples"),
-            "regressions": e.get("regressions"),
-            "mcnemar_p": e.get("mcnemar_p"),
-            "paired": "exact",
-        }
+        Candidate(e.guard, e.summary, e.answers, "exact")
         for e in guards.entries
-        if e["guard"] != "none" and e["n"]
+        if e.guard != "none" and e.summary.n
     ]
     return found
 
@@ -104,13 +101,14 @@ def _percent(value: float | None) -> str:
     return "unjudged" if value is None else f"{value:.1%}"
 
 
-def _answers(c: dict[str, Any]) -> str:
-    p = "" if c["mcnemar_p"] is None else f", McNemar p {c['mcnemar_p']:.2g}"
+def _answers(c: Candidate) -> str:
+    answers = c.answers or Answers(0, 0, None)
+    p = "" if answers.mcnemar_p is None else f", McNemar p {answers.mcnemar_p:.2g}"
     how = {"exact": "paired on the same seeds", "prompt": "paired on the same prompts"}.get(
-        c["paired"], "counted"
+        c.paired, "counted"
     )
     return (
-        f"{c['rescued_samples'] or 0} answers rescued, {c['regressions'] or 0} lost "
+        f"{answers.rescues} answers rescued, {answers.regressions} lost "
         f"(net {net_answers(c):+d}{p}; {how})"
     )
 
@@ -118,22 +116,24 @@ def _answers(c: dict[str, Any]) -> str:
 def recommend(measure: MeasureStage, guards: GuardStage) -> Recommendation:
     candidates = _candidates(measure, guards)
     loopiest = measure.loopiest
-    baseline = _setting(loopiest)
-    judged_settings = [s.accuracy for s in measure.settings if s.n and s.accuracy is not None]
+    judged_settings = [
+        s.accuracy.value for s in measure.settings if s.n and s.accuracy.value is not None
+    ]
     reference = max(judged_settings) if judged_settings else None
-    judged = any(c["accuracy"] is not None for c in candidates)
+    judged = any(c.summary.accuracy.value is not None for c in candidates)
     keep = [c for c in candidates if not significant_loss(c)]
     best = min(
         keep,
-        key=lambda c: (answers_first(c), c["temperature"], c["guard"] != "none"),
+        key=lambda c: (answers_first(c), c.summary.temperature, c.guard != "none"),
     )
-    setting = f"T={best['temperature']:g} with guard {best['guard']}"
+    chosen = best.summary
+    setting = f"T={chosen.temperature:g} with guard {best.guard}"
     against = f"T={loopiest.temperature:g} without a guard (the loopiest setting)"
     numbers = (
-        f"cut {_percent(best['cut_rate'])}, loops {_percent(best['loop_rate'])}, "
-        f"accuracy {_percent(best['accuracy'])}, against cut {_percent(baseline['cut_rate'])}, "
-        f"loops {_percent(baseline['loop_rate'])}, accuracy {_percent(baseline['accuracy'])} at "
-        f"{against}"
+        f"cut {_percent(chosen.cut_rate.value)}, loops {_percent(chosen.loop_rate.value)}, "
+        f"accuracy {_percent(chosen.accuracy.value)}, against cut "
+        f"{_percent(loopiest.cut_rate.value)}, loops {_percent(loopiest.loop_rate.value)}, "
+        f"accuracy {_percent(loopiest.accuracy.value)} at {against}"
     )
     if measure.loops == 0:
         reason = f"no sample looped at any temperature; {setting} recovers the most answers"
@@ -151,12 +151,12 @@ def recommend(measure: MeasureStage, guards: GuardStage) -> Recommendation:
         if dropped:
             reason += f"; {dropped} candidate(s) with a significant loss of answers were excluded"
     return Recommendation(
-        temperature=best["temperature"],
-        guard=best["guard"],
-        loop_rate=best["loop_rate"],
-        cut_rate=best["cut_rate"],
-        accuracy=best["accuracy"],
-        baseline=baseline,
+        temperature=chosen.temperature,
+        guard=best.guard,
+        loop_rate=chosen.loop_rate.value,
+        cut_rate=chosen.cut_rate.value,
+        accuracy=chosen.accuracy.value,
+        baseline=loopiest,
         reference_accuracy=reference,
         reason=reason,
     )

@@ -8,11 +8,12 @@ from html import escape
 from pathlib import Path
 
 from loopfix.doctor.config import CONSISTENCY_DIR
-from loopfix.doctor.result import DoctorResult, MeasureSetting
+from loopfix.doctor.result import DoctorResult
 from loopfix.records import SampleStore
-from loopfix.report.guard_comparison import COLUMNS, cell
+from loopfix.report.guard_comparison import COLUMNS
 from loopfix.report.svg import Series, histogram_chart, rate_chart
 from loopfix.scan.guard_comparison import ranked
+from loopfix.summaries import SettingSummary
 
 __all__ = ["render_html", "render_markdown"]
 
@@ -35,15 +36,15 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-def _measure_rows(settings: list[MeasureSetting]) -> list[list[str]]:
+def _measure_rows(settings: tuple[SettingSummary, ...]) -> list[list[str]]:
     return [
         [
             f"{s.temperature:g}",
             str(s.n),
-            _rate(s.loop_rate),
-            _rate(s.cut_rate),
-            _rate(s.paper_loop_rate),
-            _rate(s.accuracy),
+            _rate(s.loop_rate.value),
+            _rate(s.cut_rate.value),
+            _rate(s.paper_loop_rate.value),
+            _rate(s.accuracy.value),
             "–" if s.mean_length is None else f"{s.mean_length:.1f}",
             ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.outcomes.items() if v),
         ]
@@ -92,12 +93,14 @@ def _combined_text(result: DoctorResult) -> str:
     if stage.skipped is not None:
         return f"Skipped: {stage.skipped}."
     rows = "; ".join(
-        f"{row['arm']}: {row['rescues']} answers recovered, {row['regressions']} lost "
-        f"(p {row['mcnemar_p']:.2g}), loops {_rate(row['loop_rate'])}, cut "
-        f"{_rate(row['cut_rate'])}, accuracy {_rate(row['accuracy'])}, mean length "
-        f"{row['mean_length']:.1f}; against `{row['guard']}` without the patch "
-        f"{row['vs_guard_alone']['rescues']} recovered, {row['vs_guard_alone']['regressions']} "
-        f"lost (p {row['vs_guard_alone']['mcnemar_p']:.2g})"
+        f"{row.arm}: {row.against_base.rescues} answers recovered, "
+        f"{row.against_base.regressions} lost (p {row.against_base.mcnemar_p:.2g}), loops "
+        f"{_rate(row.entry.summary.loop_rate.value)}, cut "
+        f"{_rate(row.entry.summary.cut_rate.value)}, accuracy "
+        f"{_rate(row.entry.summary.accuracy.value)}, mean length "
+        f"{row.entry.summary.mean_length:.1f}; against `{row.entry.guard}` without the patch "
+        f"{row.against_guard.rescues} recovered, {row.against_guard.regressions} "
+        f"lost (p {row.against_guard.mcnemar_p:.2g})"
         for row in stage.rows
     )
     return (
@@ -158,7 +161,7 @@ def render_markdown(result: DoctorResult) -> str:
     if guards.skipped is not None:
         lines += [f"Skipped: {guards.skipped}.", ""]
     else:
-        head = [label for _, _, label in COLUMNS]
+        head = [column.header for column in COLUMNS]
         lines += [
             f"At T={guards.temperature:g} (the loopiest temperature), paired against `none`, "
             "ranked by answers recovered (rescues minus regressions; a significant loss last), "
@@ -167,7 +170,7 @@ def render_markdown(result: DoctorResult) -> str:
             "| " + " | ".join(head) + " |",
             "|" + "---|" * len(head),
             *(
-                "| " + " | ".join(cell(key, entry.get(key)) for key, _, _ in COLUMNS) + " |"
+                "| " + " | ".join(column.cell(entry) for column in COLUMNS) + " |"
                 for entry in ranked(guards.entries)
             ),
             "",
@@ -197,17 +200,23 @@ def _charts(result: DoctorResult) -> str:
             [
                 Series(
                     "loop rate",
-                    [s.loop_rate for s in settings],
-                    [s.loop_rate_ci95 for s in settings],
+                    [s.loop_rate.value for s in settings],
+                    [s.loop_rate.ci95 for s in settings],
                 ),
                 Series(
-                    "cut rate", [s.cut_rate for s in settings], [s.cut_rate_ci95 for s in settings]
+                    "cut rate",
+                    [s.cut_rate.value for s in settings],
+                    [s.cut_rate.ci95 for s in settings],
                 ),
                 Series(
-                    "paper metric", [s.paper_loop_rate for s in settings], [None] * len(settings)
+                    "paper metric",
+                    [s.paper_loop_rate.value for s in settings],
+                    [None] * len(settings),
                 ),
                 Series(
-                    "accuracy", [s.accuracy for s in settings], [s.accuracy_ci95 for s in settings]
+                    "accuracy",
+                    [s.accuracy.value for s in settings],
+                    [s.accuracy.ci95 for s in settings],
                 ),
             ],
         )
@@ -235,11 +244,8 @@ def render_html(result: DoctorResult) -> str:
             "ranked by answers recovered (rescues minus regressions; a significant loss last), "
             "then cut rate, loop rate and tokens.</p>"
         ) + _table(
-            [label for _, _, label in COLUMNS],
-            [
-                [cell(key, entry.get(key)) for key, _, _ in COLUMNS]
-                for entry in ranked(guards.entries)
-            ],
+            [column.header for column in COLUMNS],
+            [[column.cell(entry) for column in COLUMNS] for entry in ranked(guards.entries)],
             "guards",
         )
     title = f"loopfix doctor: {result.model}"

@@ -1,48 +1,55 @@
 """The doctor's typed results: one frozen dataclass per stage, and the whole run.
 
-`to_dict` is what `summary.json` holds; `from_dict` reads a stage back from its cache file, so
-a rerun continues after the last finished stage.
+`to_json` is what `summary.json` and a stage's cache file hold (the shapes of loopfix 0.x, kept:
+a guard entry as `loopfix compare` writes it, a measured setting as its rates); `from_json`
+reads a stage back from its cache file, so a rerun continues after the last finished stage. A
+stage's numbers are a function of the runs in its folders, so the measure and guard stages
+read them back from there (the measure scan's summary.json, the compared runs) rather than from
+the subset the cache shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
+from loopfix.doctor.config import DoctorConfig
+from loopfix.guard_summaries import GuardEntry
+from loopfix.summaries import Paired, ScanSummary, SettingSummary
+
 __all__ = [
+    "CombinedArm",
+    "CombinedStage",
     "ConsistencyStage",
     "DoctorResult",
     "GuardStage",
-    "MeasureSetting",
     "MeasureStage",
     "Recommendation",
     "RepairStage",
     "StageCost",
 ]
 
-
-@dataclass(frozen=True)
-class MeasureSetting:
-    """One temperature of the measure scan (rates over generated samples)."""
-
-    temperature: float
-    n: int
-    loop_rate: float | None
-    cut_rate: float | None
-    paper_loop_rate: float | None
-    accuracy: float | None  # over judged samples; None when no checker judged any
-    judged: int
-    mean_length: float | None
-    loop_rate_ci95: list[float] | None
-    cut_rate_ci95: list[float] | None
-    accuracy_ci95: list[float] | None
-    outcomes: dict[str, int]
-    overlong: int
-
-    @classmethod
-    def from_summary(cls, row: dict[str, Any]) -> MeasureSetting:
-        """From one entry of a scan's summary.json `settings`."""
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
+# What the doctor's files show of a measured setting (its scan's summary.json has them all).
+MEASURE_KEYS = (
+    "temperature",
+    "n",
+    "loop_rate",
+    "cut_rate",
+    "paper_loop_rate",
+    "accuracy",
+    "judged",
+    "mean_length",
+    "loop_rate_ci95",
+    "cut_rate_ci95",
+    "accuracy_ci95",
+    "outcomes",
+    "overlong",
+)
 
 
 @dataclass(frozen=True)
@@ -50,37 +57,77 @@ class MeasureStage:
     suite: str
     max_new_tokens: int
     scan: str  # the scan's folder (records.jsonl, summary.json, report.html)
-    settings: list[MeasureSetting]
+    settings: tuple[SettingSummary, ...]  # the scan's, one per temperature
     testbed: bool  # a star-graph testbed (its repair has the teacher's branches)
-    config: dict[str, Any]  # the doctor's config with every default filled for this model
+    config: DoctorConfig  # the doctor's config with every default filled for this model
     backend: str  # what generated: hf, vllm or openai
     dtype: str | None  # the weights' dtype as it ran (None: a server's, unknown)
 
     @property
     def loops(self) -> int:
-        return sum(round((s.loop_rate or 0.0) * s.n) for s in self.settings)
+        return sum(s.loops for s in self.settings)
 
     @property
-    def loopiest(self) -> MeasureSetting:
+    def loopiest(self) -> SettingSummary:
         """The temperature with the highest loop rate (the lowest such temperature on a tie)."""
-        return max(self.settings, key=lambda s: (s.loop_rate or 0.0, -s.temperature))
+        return max(self.settings, key=lambda s: (s.loop_rate.value or 0.0, -s.temperature))
+
+    def to_json(self) -> dict[str, JsonValue]:
+        settings = [s.to_json() for s in self.settings]
+        return {
+            "suite": self.suite,
+            "max_new_tokens": self.max_new_tokens,
+            "scan": self.scan,
+            "settings": [{key: row[key] for key in MEASURE_KEYS} for row in settings],
+            "testbed": self.testbed,
+            "config": self.config.model_dump(mode="json"),
+            "backend": self.backend,
+            "dtype": self.dtype,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MeasureStage:
-        settings = [MeasureSetting(**row) for row in data["settings"]]
-        return cls(**{**data, "settings": settings})
+    def from_json(cls, data: Mapping[str, Any]) -> MeasureStage:
+        """The stage, its settings read from its scan's summary.json."""
+        summary = json.loads((Path(data["scan"]) / "summary.json").read_text())
+        return cls(
+            suite=data["suite"],
+            max_new_tokens=data["max_new_tokens"],
+            scan=data["scan"],
+            settings=ScanSummary.from_json(summary).settings,
+            testbed=data["testbed"],
+            config=DoctorConfig.model_validate(data["config"]),
+            backend=data["backend"],
+            dtype=data["dtype"],
+        )
 
 
 @dataclass(frozen=True)
 class GuardStage:
     temperature: float | None
     folder: str | None  # the comparison's folder (summary.json, report.html, runs/)
-    entries: list[dict[str, Any]]  # as `loopfix compare` writes them
+    entries: tuple[GuardEntry, ...]  # `run_compare`'s
     skipped: str | None  # why the stage did not run
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GuardStage:
-        return cls(**data)
+    def not_run(cls, reason: str) -> GuardStage:
+        return cls(None, None, (), reason)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "temperature": self.temperature,
+            "folder": self.folder,
+            "entries": [entry.to_json() for entry in self.entries],
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GuardStage:
+        """The stage, its entries read back from the compared runs."""
+        from loopfix.scan.guard_comparison import compare_entries
+
+        runs = [(e["guard"], e["temperature"], Path(e["run"])) for e in data["entries"]]
+        entries = compare_entries(runs) if runs else ()
+        return cls(data["temperature"], data["folder"], entries, data["skipped"])
 
 
 @dataclass(frozen=True)
@@ -106,27 +153,79 @@ class RepairStage:
     def from_dict(cls, data: dict[str, Any]) -> RepairStage:
         return cls(**data)
 
+    def to_json(self) -> dict[str, JsonValue]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CombinedArm:
+    """An arm of the patch + guard stage: the patched model's run as `loopfix compare`
+    summarized it, paired with the unpatched model's run without a guard, and with its run of
+    the same guard (what the patch adds to the guard, or costs it)."""
+
+    arm: str  # "patch" or "patch + GUARD"
+    entry: GuardEntry
+    against_base: Paired
+    against_guard: Paired
+
+    def to_json(self) -> dict[str, JsonValue]:
+        summary, base, alone = self.entry.summary, self.against_base, self.against_guard
+        return {
+            "arm": self.arm,
+            "guard": self.entry.guard,
+            "n": summary.n,
+            "loop_rate": summary.loop_rate.value,
+            "cut_rate": summary.cut_rate.value,
+            "accuracy": summary.accuracy.value,
+            "mean_length": summary.mean_length,
+            "rescues": base.rescues,
+            "regressions": base.regressions,
+            "mcnemar_p": base.mcnemar_p,
+            "loops_removed": base.loops_removed,
+            "loops_added": base.loops_added,
+            "vs_guard_alone": {
+                "rescues": alone.rescues,
+                "regressions": alone.regressions,
+                "mcnemar_p": alone.mcnemar_p,
+            },
+            "run": self.entry.run,
+        }
+
 
 @dataclass(frozen=True)
 class CombinedStage:
     """An accepted patch alone and with the recommended guard, at the guard stage's
-    temperature on its prompts and seeds, each paired with that stage's unguarded base run:
-    rows as `loopfix compare` writes its entries, with `rescued_samples` / `regressions` /
-    `mcnemar_p` against the unpatched model without a guard."""
+    temperature on its prompts and seeds, each paired with that stage's unguarded base run."""
 
     temperature: float | None
     guard: str | None  # the recommended guard combined with the patch (None: none recommended)
     folder: str | None
-    rows: list[dict[str, Any]]  # arm ("patch", "patch + GUARD"), the rates, the pairs
+    rows: tuple[CombinedArm, ...]
     skipped: str | None
 
     @classmethod
     def not_run(cls, reason: str) -> CombinedStage:
-        return cls(None, None, None, [], reason)
+        return cls(None, None, None, (), reason)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "temperature": self.temperature,
+            "guard": self.guard,
+            "folder": self.folder,
+            "rows": [row.to_json() for row in self.rows],
+            "skipped": self.skipped,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CombinedStage:
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, Any], guards: GuardStage) -> CombinedStage:
+        """The stage, its arms read back from their runs and paired again with `guards`'."""
+        from loopfix.doctor.combined import combined_arms
+        from loopfix.scan.guard_comparison import compare_entries
+
+        temperature = data["temperature"]
+        runs = [(row["guard"], temperature, Path(row["run"])) for row in data["rows"]]
+        rows = combined_arms(guards, compare_entries(runs)) if runs else ()
+        return cls(temperature, data["guard"], data["folder"], rows, data["skipped"])
 
 
 @dataclass(frozen=True)
@@ -138,9 +237,12 @@ class ConsistencyStage:
     statuses: dict[str, str]  # check name -> pass / warn / fail / skipped
     skipped: str | None
 
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"report": self.report, "statuses": dict(self.statuses), "skipped": self.skipped}
+
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConsistencyStage:
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, Any]) -> ConsistencyStage:
+        return cls(data["report"], data["statuses"], data["skipped"])
 
 
 @dataclass(frozen=True)
@@ -152,9 +254,30 @@ class Recommendation:
     loop_rate: float | None
     cut_rate: float | None
     accuracy: float | None
-    baseline: dict[str, Any]  # the loopiest temperature without a guard, for comparison
+    baseline: SettingSummary  # the loopiest temperature without a guard, for comparison
     reference_accuracy: float | None  # the best accuracy of any temperature without a guard
     reason: str
+
+    def to_json(self) -> dict[str, JsonValue]:
+        baseline = self.baseline
+        return {
+            "temperature": self.temperature,
+            "guard": self.guard,
+            "loop_rate": self.loop_rate,
+            "cut_rate": self.cut_rate,
+            "accuracy": self.accuracy,
+            "baseline": {
+                "temperature": baseline.temperature,
+                "guard": "none",
+                "n": baseline.n,
+                "loop_rate": baseline.loop_rate.value,
+                "cut_rate": baseline.cut_rate.value,
+                "accuracy": baseline.accuracy.value,
+                "mean_length": baseline.mean_length,
+            },
+            "reference_accuracy": self.reference_accuracy,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -166,7 +289,7 @@ class StageCost:
 @dataclass(frozen=True)
 class DoctorResult:
     model: str
-    config: dict[str, Any]
+    config: DoctorConfig
     measure: MeasureStage
     guards: GuardStage
     repair: RepairStage
@@ -176,5 +299,16 @@ class DoctorResult:
     stages: dict[str, StageCost]
     versions: dict[str, str]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "model": self.model,
+            "config": self.config.model_dump(mode="json"),
+            "measure": self.measure.to_json(),
+            "guards": self.guards.to_json(),
+            "repair": self.repair.to_json(),
+            "combined": self.combined.to_json(),
+            "consistency": self.consistency.to_json(),
+            "recommendation": self.recommendation.to_json(),
+            "stages": {name: asdict(cost) for name, cost in self.stages.items()},
+            "versions": dict(self.versions),
+        }

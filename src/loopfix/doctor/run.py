@@ -31,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+from pydantic import JsonValue
 
 from loopfix._version import __version__
 from loopfix.atomic import write_json_atomic, write_text_atomic
@@ -59,12 +61,14 @@ from loopfix.progress import ProgressFactory, line_progress
 from loopfix.repair import RepairConfig
 from loopfix.stages import StageClock
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
 __all__ = ["run_doctor"]
 
-ResultT = TypeVar("ResultT", bound="DataclassInstance")
+
+class _StageResult(Protocol):
+    def to_json(self) -> dict[str, JsonValue]: ...
+
+
+ResultT = TypeVar("ResultT", bound=_StageResult)
 
 
 class _StageCache:
@@ -75,7 +79,10 @@ class _StageCache:
         self.costs: dict[str, StageCost] = {}
 
     def run(
-        self, name: str, compute: Callable[[], ResultT], load: Callable[[dict[str, Any]], ResultT]
+        self,
+        name: str,
+        compute: Callable[[], ResultT],
+        load: Callable[[Any], ResultT],  # from the cached result, as parsed JSON
     ) -> ResultT:
         path = self.folder / f"{name}.json"
         if path.is_file():
@@ -87,7 +94,7 @@ class _StageCache:
             result = compute()
         self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"result": asdict(result), "cost": asdict(self.costs[name])})
+        write_json_atomic(path, {"result": result.to_json(), "cost": asdict(self.costs[name])})
         return result
 
 
@@ -139,12 +146,12 @@ def run_doctor(
     measured = cache.run(
         "measure",
         lambda: measure_stage(config, progress("measure"), report),
-        MeasureStage.from_dict,
+        MeasureStage.from_json,
     )
     # The measured config has every default filled; a moved OUT keeps working from where it is.
-    final = DoctorConfig.model_validate({**measured.config, "out": config.out})
+    final = measured.config.model_copy(update={"out": config.out})
     guards = cache.run(
-        "guards", lambda: guard_stage(final, measured, progress), GuardStage.from_dict
+        "guards", lambda: guard_stage(final, measured, progress), GuardStage.from_json
     )
     recommendation = recommend(measured, guards)
     repair = cache.run(
@@ -155,12 +162,12 @@ def run_doctor(
     combined = cache.run(
         "combined",
         lambda: combined_stage(final, guards, repair, recommendation, progress),
-        CombinedStage.from_dict,
+        lambda data: CombinedStage.from_json(data, guards),
     )
     consistency = cache.run(
         "consistency",
         lambda: consistency_stage(final, measured, report),
-        ConsistencyStage.from_dict,
+        ConsistencyStage.from_json,
     )
     result = DoctorResult(
         model=config.model,
@@ -174,7 +181,7 @@ def run_doctor(
         stages=cache.costs,
         versions=_versions(),
     )
-    write_json_atomic(config.out / "summary.json", result.to_dict())
+    write_json_atomic(config.out / "summary.json", result.to_json())
     write_text_atomic(config.out / "report.md", render_markdown(result))
     write_text_atomic(config.out / "report.html", render_html(result))
     return result

@@ -24,7 +24,6 @@ from loopfix.doctor.config import (
 from loopfix.doctor.result import (
     ConsistencyStage,
     GuardStage,
-    MeasureSetting,
     MeasureStage,
     RepairStage,
 )
@@ -168,16 +167,15 @@ def _measured(
 ) -> MeasureStage:
     # Nothing generated at all (every prompt over-long) is run_scan's one-line error.
     assert config.suite is not None and config.max_new_tokens is not None
-    settings = [MeasureSetting.from_summary(row.to_json()) for row in summary.settings]
     ran = summary.backend  # what ran: the dtype is the one the checkpoint loaded in
     assert ran is not None  # run_scan records it
     return MeasureStage(
         config.suite,
         config.max_new_tokens,
         str(folder),
-        settings,
+        summary.settings,
         testbed,
-        config.model_dump(mode="json"),
+        config,
         ran.name,
         ran.dtype,
     )
@@ -187,11 +185,9 @@ def guard_stage(
     config: DoctorConfig, measure: MeasureStage, progress: ProgressFactory | None = None
 ) -> GuardStage:
     if is_url(config.model):
-        return GuardStage(None, None, [], "the guards run in-process; a server applies its own")
+        return GuardStage.not_run("the guards run in-process; a server applies its own")
     if measure.loops == 0:
-        return GuardStage(
-            None, None, [], "no sample looped: there is nothing for a guard to remove"
-        )
+        return GuardStage.not_run("no sample looped: there is nothing for a guard to remove")
     from loopfix.scan.guard_comparison import CompareConfig, run_compare
 
     temperature = measure.loopiest.temperature
@@ -199,7 +195,7 @@ def guard_stage(
     compare = CompareConfig(
         scan=scan_config(config, folder, [temperature]), guards=config.guards or ["none"]
     )
-    entries = run_compare(compare, progress).to_dict()["entries"]
+    entries = run_compare(compare, progress).entries
     return GuardStage(temperature, str(folder), entries, None)
 
 

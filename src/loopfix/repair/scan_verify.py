@@ -132,7 +132,8 @@ class ScanPrompts:
 
     @staticmethod
     def compare(base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
-        paired = compare_samples(list(base.samples), list(other.samples)).overall.to_json()
+        overall = compare_samples(list(base.samples), list(other.samples)).overall
+        paired = overall.to_json()
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(
             arm[s.prompt_id, s.sample_index].meta["outcome"]
@@ -146,6 +147,6 @@ class ScanPrompts:
             "mcnemar_p": paired["mcnemar_p"],
             "loops_removed": paired["loops_removed"],
             "loops_added": paired["loops_added"],
-            "loop_mcnemar_p": mcnemar_exact(paired["loops_removed"], paired["loops_added"]),
+            "loop_mcnemar_p": mcnemar_exact(overall.loops_removed, overall.loops_added),
             "base_loops_went_to": dict(went),
         }

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from loopfix.atomic import write_text_atomic
 from loopfix.records import Sample
 from loopfix.report.page import page
 from loopfix.report.svg import Series, histogram_chart, rate_chart
+from loopfix.summaries import Rate, ScanSummary, SettingSummary
 
 __all__ = ["render_report", "write_report"]
 
@@ -27,19 +27,20 @@ MAX_PROMPT_ROWS = 200
 MAX_TEXT_CHARS = 3000
 
 
-def _percent(value: float | None, interval: Sequence[float] | None = None) -> str:
-    if value is None:
+def _percent(rate: Rate) -> str:
+    if rate.value is None:
         return "–"
-    if interval is None:
-        return f"{value:.1%}"
-    return f"{value:.1%} <span class=small>[{interval[0]:.1%}, {interval[1]:.1%}]</span>"
+    if rate.ci95 is None:
+        return f"{rate.value:.1%}"
+    low, high = rate.ci95
+    return f"{rate.value:.1%} <span class=small>[{low:.1%}, {high:.1%}]</span>"
 
 
 def _number(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def _settings_table(rows: list[dict[str, Any]]) -> str:
+def _settings_table(rows: Sequence[SettingSummary]) -> str:
     head = (
         "temperature",
         "n",
@@ -56,32 +57,32 @@ def _settings_table(rows: list[dict[str, Any]]) -> str:
     )
     lines = ["<table id=settings><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
-        n, k = row["paper_ngram"]
+        n, k = row.paper_ngram
         cells = (
-            f"{row['temperature']:g}",
-            str(row["n"]),
-            f"{_percent(row['loop_rate'], row['loop_rate_ci95'])} ({row['loops']})",
-            str(row["detector_looping"]),
-            f"{_percent(row['paper_loop_rate'], row['paper_loop_rate_ci95'])} ({n}, {k})",
-            _percent(row["cut_rate"], row["cut_rate_ci95"]),
-            _percent(row["accuracy"], row["accuracy_ci95"]),
-            _percent(row["accuracy_non_looping"], row["accuracy_non_looping_ci95"]),
-            _number(row["mean_length"]),
-            _number(row["median_length"]),
-            _number(row["p90_length"]),
-            str(row["overlong"]),
+            f"{row.temperature:g}",
+            str(row.n),
+            f"{_percent(row.loop_rate)} ({row.loops})",
+            str(row.detector_looping),
+            f"{_percent(row.paper_loop_rate)} ({n}, {k})",
+            _percent(row.cut_rate),
+            _percent(row.accuracy),
+            _percent(row.accuracy_non_looping),
+            _number(row.mean_length),
+            _number(row.median_length),
+            _number(row.p90_length),
+            str(row.overlong),
         )
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "\n".join(lines + ["</table>"])
 
 
 def _charts(
-    rows: list[dict[str, Any]], records: list[Sample], looping: Callable[[Sample], bool]
+    rows: Sequence[SettingSummary], records: list[Sample], looping: Callable[[Sample], bool]
 ) -> str:
-    temperatures = [row["temperature"] for row in rows]
+    temperatures = [row.temperature for row in rows]
 
-    def series(label: str, name: str) -> Series:
-        return Series(label, [r[name] for r in rows], [r[f"{name}_ci95"] for r in rows])
+    def series(label: str, rate: Callable[[SettingSummary], Rate]) -> Series:
+        return Series(label, [rate(r).value for r in rows], [rate(r).ci95 for r in rows])
 
     generated = [s for s in records if s.finish_reason != "error"]
     # a server's repetition stop is a loop even where the detector placed none
@@ -92,17 +93,17 @@ def _charts(
             "Loops and cuts vs temperature",
             temperatures,
             [
-                series("loop rate", "loop_rate"),
-                series("paper metric", "paper_loop_rate"),
-                series("cut rate", "cut_rate"),
+                series("loop rate", lambda r: r.loop_rate),
+                series("paper metric", lambda r: r.paper_loop_rate),
+                series("cut rate", lambda r: r.cut_rate),
             ],
         ),
         rate_chart(
             "Accuracy vs temperature",
             temperatures,
             [
-                series("accuracy", "accuracy"),
-                series("non-looping", "accuracy_non_looping"),
+                series("accuracy", lambda r: r.accuracy),
+                series("non-looping", lambda r: r.accuracy_non_looping),
             ],
         ),
         histogram_chart(
@@ -160,23 +161,23 @@ def _prompt_rows(
 
 
 def render_report(
-    summary: dict[str, Any], records: list[Sample], looping: Callable[[Sample], bool]
+    summary: ScanSummary, records: list[Sample], looping: Callable[[Sample], bool]
 ) -> str:
     """The page of a scan; `looping` says which records are loops (the scan's `is_loop`)."""
-    rows = summary["settings"]
-    config = summary.get("config", {})
+    rows = summary.settings
+    config = summary.config or {}
     title = f"loopfix scan: {config.get('model', '')} on {config.get('suite', '')}"
-    overlong = summary.get("overlong_prompts", [])
+    overlong = summary.overlong_prompts
     notes = (
         f"<p>{len(overlong)} over-long prompt(s) flagged, not generated: "
         + escape(", ".join(overlong[:20]))
         + "</p>"
         if overlong
         else ""
-    ) + "".join(f"<p>warning: {escape(w)}</p>" for w in summary.get("warnings", []))
-    notes += "".join(f"<p>{escape(note)}</p>" for note in summary.get("notes", []))
+    ) + "".join(f"<p>warning: {escape(w)}</p>" for w in summary.warnings)
+    notes += "".join(f"<p>{escape(note)}</p>" for note in summary.notes)
     about = (
-        f"{summary['records']} records · loop = cut at the token cap while the default detector "
+        f"{summary.records} records · loop = cut at the token cap while the default detector "
         "finds a loop, or stopped for repetition; detector flags = the detector's verdict "
         "(loop.looping), repetitions the model left by itself included; paper metric = some "
         "n-gram occurs at least k times, n and k scaled for short caps"
@@ -189,12 +190,12 @@ def render_report(
             _settings_table(rows),
             _charts(rows, records, looping),
             "<h2>Per prompt</h2>",
-            _prompt_rows(records, [r["temperature"] for r in rows], looping),
+            _prompt_rows(records, [r.temperature for r in rows], looping),
         ],
     )
 
 
 def write_report(
-    path: Path, summary: dict[str, Any], records: list[Sample], looping: Callable[[Sample], bool]
+    path: Path, summary: ScanSummary, records: list[Sample], looping: Callable[[Sample], bool]
 ) -> None:
     write_text_atomic(path, render_report(summary, records, looping))

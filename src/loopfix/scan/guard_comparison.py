@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from loopfix.atomic import write_json_atomic
 from loopfix.backends.base import Backend
@@ -35,6 +35,7 @@ from loopfix.backends.open import open_backend
 from loopfix.backends.spec import GuardSpec
 from loopfix.backends.timed import TimedBackend
 from loopfix.backends.vllm import VLLMBackend
+from loopfix.guard_summaries import RANKING, Answers, CompareResult, GuardEntry
 from loopfix.guards.base import GuardError
 from loopfix.progress import ProgressFactory
 from loopfix.records import read_samples
@@ -42,7 +43,7 @@ from loopfix.scan.backend import backend_spec
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_config import CompareConfig
 from loopfix.scan.run import run_scan
-from loopfix.summaries import Paired, ScanSummary
+from loopfix.summaries import BackendRan, Paired, ScanSummary, SettingSummary
 
 __all__ = [
     "RANKING",
@@ -50,7 +51,9 @@ __all__ = [
     "CompareConfig",
     "CompareResult",
     "GuardEntry",
+    "Ranked",
     "answers_first",
+    "compare_entries",
     "net_answers",
     "ranked",
     "run_compare",
@@ -59,59 +62,57 @@ __all__ = [
 
 BASELINE = "none"
 SIGNIFICANCE = 0.05  # a loss of answers counts when McNemar's exact p is below this
-RANKING = (
-    "ranked per temperature by answers recovered against 'none': first every guard whose "
-    "regressions significantly outnumber its rescues (McNemar exact p < 0.05) goes last; then "
-    "the most net answers (rescues - regressions), then the fewest regressions, then the lowest "
-    "cut rate, loop rate and mean length (tokens spent); without judged answers (no checker) "
-    "rescues and regressions are all 0 and the cut rate decides"
-)
 
 
-def _number(row: Mapping[str, Any], key: str) -> int:
-    value = row.get(key)
-    return 0 if value is None else int(value)
+class Ranked(Protocol):
+    """What the ranking reads: a guard's entry, or one of the doctor's candidates."""
+
+    @property
+    def summary(self) -> SettingSummary: ...
+
+    @property
+    def answers(self) -> Answers | None: ...  # None: nothing paired, ranks as 0 / 0
 
 
-def net_answers(row: Mapping[str, Any]) -> int:
+def net_answers(row: Ranked) -> int:
     """Answers recovered against the reference: rescues minus regressions (0 when unpaired)."""
-    return _number(row, "rescued_samples") - _number(row, "regressions")
+    return 0 if row.answers is None else row.answers.net
 
 
-def significant_loss(row: Mapping[str, Any]) -> bool:
+def significant_loss(row: Ranked) -> bool:
     """More regressions than rescues, and McNemar's exact p below `SIGNIFICANCE`."""
-    p = row.get("mcnemar_p")
-    lost = _number(row, "regressions") > _number(row, "rescued_samples")
-    return lost and p is not None and p < SIGNIFICANCE
+    answers = row.answers
+    if answers is None or answers.mcnemar_p is None:
+        return False
+    return answers.regressions > answers.rescues and answers.mcnemar_p < SIGNIFICANCE
 
 
-def answers_first(row: Mapping[str, Any]) -> tuple[bool, int, int, float, float, float]:
+def answers_first(row: Ranked) -> tuple[bool, int, int, float, float, float]:
     """The one ranking of guards (and of the doctor's candidates), smaller is better; see
-    `RANKING`. `row` has GuardEntry's keys (`rescued_samples`, `regressions`, `mcnemar_p`,
-    `cut_rate`, `loop_rate`, `mean_length`); a missing rate ranks as the worst. McNemar's p is
-    a function of rescues and regressions, so after them it would break no tie: it enters as
-    the significance of a loss."""
+    `RANKING`. A missing rate ranks as the worst. McNemar's p is a function of rescues and
+    regressions, so after them it would break no tie: it enters as the significance of a
+    loss."""
+    summary = row.summary
 
-    def rate(key: str, worst: float) -> float:
-        value = row.get(key)
-        return worst if value is None else float(value)
+    def worst(value: float | None, default: float) -> float:
+        return default if value is None else value
 
     return (
         significant_loss(row),
         -net_answers(row),
-        _number(row, "regressions"),
-        rate("cut_rate", 1.0),
-        rate("loop_rate", 1.0),
-        rate("mean_length", math.inf),
+        0 if row.answers is None else row.answers.regressions,
+        worst(summary.cut_rate.value, 1.0),
+        worst(summary.loop_rate.value, 1.0),
+        worst(summary.mean_length, math.inf),
     )
 
 
-RowT = TypeVar("RowT", bound=Mapping[str, Any])
+RankedT = TypeVar("RankedT", bound=Ranked)
 
 
-def ranked(rows: Iterable[RowT]) -> list[RowT]:
-    """`rows` (entries as dicts) by temperature, then `answers_first`; ties keep their order."""
-    return sorted(rows, key=lambda row: (row.get("temperature") or 0.0, answers_first(row)))
+def ranked(rows: Iterable[RankedT]) -> list[RankedT]:
+    """`rows` by temperature, then `answers_first`; ties keep their order."""
+    return sorted(rows, key=lambda row: (row.summary.temperature, answers_first(row)))
 
 
 def _check(config: CompareConfig) -> dict[str, GuardSpec]:
@@ -149,9 +150,9 @@ class _Engines:
         assert isinstance(loaded, HFBackend | VLLMBackend)  # `_check` refused the others
         self.loaded, self.guards = loaded, guards
 
-    def ran_on(self) -> dict[str, str | None]:
+    def ran_on(self) -> BackendRan:
         """The engine and the dtype it actually runs in: what a result may be compared with."""
-        return {"name": self.loaded.name, "dtype": self.loaded.dtype}
+        return BackendRan(self.loaded.name, self.loaded.dtype)
 
     def backend(self, spec: str) -> Backend:
         return self.loaded.with_guards(self.guards[spec])
@@ -193,54 +194,7 @@ def _read_json(path: Path, default: Any) -> Any:
     return json.loads(path.read_text()) if path.exists() else default
 
 
-@dataclass(frozen=True)
-class GuardEntry:
-    """One guard at one temperature: its scan's rates, and its pairs against "none" (None when
-    nothing could be paired)."""
-
-    guard: str
-    temperature: float
-    n: int
-    loop_rate: float | None
-    cut_rate: float | None
-    accuracy: float | None
-    mean_length: float | None
-    rescues: int  # rescues the guard performed, over all samples
-    rescued_samples: int | None  # wrong under "none", right here
-    regressions: int | None  # right under "none", wrong here
-    mcnemar_p: float | None
-    loops_removed: int | None
-    loops_added: int | None
-    tokens_per_s: float | None
-    run: str  # the scan directory of this guard and temperature
-    rank: int | None = None  # 1 = first at its temperature by `answers_first`
-
-
-@dataclass(frozen=True)
-class CompareResult:
-    """What `run_compare` returns and writes to summary.json."""
-
-    model: str
-    suite: str
-    config: dict[str, Any]
-    backend: dict[str, str | None]  # what ran (vLLM's "auto" dtype resolved, say)
-    temperatures: list[float]
-    entries: list[GuardEntry]
-    notes: list[str]  # how the runs were set up (a cap fitted to the model)
-    rescues_and_regressions: str = (
-        "paired against 'none' on (prompt, sample): a rescue is wrong there and right here, a "
-        "regression the reverse"
-    )
-    ranking: str = RANKING
-
-    def entry(self, guard: str, temperature: float) -> GuardEntry:
-        return next(e for e in self.entries if e.guard == guard and e.temperature == temperature)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEntry:
+def _entry(spec: str, run: Path, baseline: Path) -> GuardEntry:
     summary = ScanSummary.from_json(json.loads((run / "summary.json").read_text())).settings[0]
     records = list(read_samples(run / "records.jsonl"))
     try:
@@ -252,31 +206,31 @@ def _entry(spec: str, temperature: float, run: Path, baseline: Path) -> GuardEnt
     timing = _read_json(run / "timing.json", {"tokens": 0, "seconds": 0.0})
     return GuardEntry(
         guard=spec,
-        temperature=temperature,
-        n=summary.n,
-        loop_rate=summary.loop_rate.value,
-        cut_rate=summary.cut_rate.value,
-        accuracy=summary.accuracy.value,
-        mean_length=summary.mean_length,
-        rescues=sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
-        rescued_samples=None if paired is None else paired.rescues,
-        regressions=None if paired is None else paired.regressions,
-        mcnemar_p=None if paired is None else paired.mcnemar_p,
-        loops_removed=None if paired is None else paired.loops_removed,
-        loops_added=None if paired is None else paired.loops_added,
+        summary=summary,
+        paired=paired,
+        rescues_performed=sum(len(s.meta.get("guards", {}).get("rescues", [])) for s in records),
         tokens_per_s=timing["tokens"] / timing["seconds"] if timing["seconds"] else None,
         run=str(run),
     )
 
 
-def _with_ranks(entries: list[GuardEntry]) -> list[GuardEntry]:
+def _with_ranks(entries: Sequence[GuardEntry]) -> tuple[GuardEntry, ...]:
     """`entries` in their run order, each with its rank at its temperature."""
-    order = ranked(asdict(entry) | {"at": at} for at, entry in enumerate(entries))
-    ranks: dict[int, int] = {}
-    for row in order:
-        same = [r for r in order if r["temperature"] == row["temperature"]]
-        ranks[row["at"]] = same.index(row) + 1
-    return [replace(entry, rank=ranks[at]) for at, entry in enumerate(entries)]
+    order = ranked(entries)
+    ranks = {
+        id(entry): [e.temperature for e in order[:at]].count(entry.temperature) + 1
+        for at, entry in enumerate(order)
+    }
+    return tuple(replace(entry, rank=ranks[id(entry)]) for entry in entries)
+
+
+def compare_entries(runs: Sequence[tuple[str, float, Path]]) -> tuple[GuardEntry, ...]:
+    """The entries of finished runs, each (guard spec, temperature, scan folder), in that order:
+    each read from its scan's summary and records, paired with the "none" run at its
+    temperature, and ranked. A comparison's results are a function of its runs, so this reads
+    a finished one back (the doctor's cache) as well as it summarizes a fresh one."""
+    baselines = {temperature: run for spec, temperature, run in runs if spec == BASELINE}
+    return _with_ranks([_entry(spec, run, baselines[t]) for spec, t, run in runs])
 
 
 def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) -> CompareResult:
@@ -286,25 +240,24 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
 
     guards = _check(config)
     engines = _Engines(config, guards)
-    entries = []
-    notes: list[str] = []
+    runs: list[tuple[str, float, Path]] = []
     for temperature in config.scan.temperatures:
-        runs = {spec: _run_one(config, spec, temperature, engines, progress) for spec in guards}
-        entries += [_entry(spec, temperature, runs[spec], runs[BASELINE]) for spec in guards]
-        notes = list(
-            ScanSummary.from_json(json.loads((runs[BASELINE] / "summary.json").read_text())).notes
-        )
-    entries = _with_ranks(entries)
+        runs += [
+            (spec, temperature, _run_one(config, spec, temperature, engines, progress))
+            for spec in guards
+        ]
+    baseline = next(run for spec, _, run in reversed(runs) if spec == BASELINE)
+    notes = ScanSummary.from_json(json.loads((baseline / "summary.json").read_text())).notes
     result = CompareResult(
         model=config.scan.model,
         suite=config.scan.suite,
         config=config.identity(),
         backend=engines.ran_on(),
-        temperatures=config.scan.temperatures,
-        entries=entries,
+        temperatures=tuple(config.scan.temperatures),
+        entries=compare_entries(runs),
         notes=notes,
     )
     out = Path(config.scan.out)
-    write_json_atomic(out / "summary.json", result.to_dict())
-    write_compare_report(out / "report.html", result.to_dict())
+    write_json_atomic(out / "summary.json", result.to_json())
+    write_compare_report(out / "report.html", result)
     return result

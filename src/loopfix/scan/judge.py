@@ -31,8 +31,8 @@ def _full_text(generation: Generation, tokenizer: Any) -> str:
     return generation.text
 
 
-def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, Any]:
-    meta: dict[str, Any] = {"seed": job.seed, "prompt_length": job.prepared.prompt_length}
+def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, object]:
+    meta: dict[str, object] = {"seed": job.seed, "prompt_length": job.prepared.prompt_length}
     if verdict.span is not None and verdict.span.char_start is not None:
         meta["loop_chars"] = [verdict.span.char_start, verdict.span.char_end]
     if generation.top1 is not None:

@@ -173,7 +173,7 @@ def write_outputs(
         notes=tuple(notes or ()),
     )
     write_json_atomic(out / "summary.json", summary.to_json())
-    write_report(out / "report.html", summary.to_json(), records, is_loop)
+    write_report(out / "report.html", summary, records, is_loop)
     return summary
 
 

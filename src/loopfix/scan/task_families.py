@@ -4,16 +4,31 @@ RUN_DIR ...` prints the table of docs/suites-tasks.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
+from loopfix.records import Sample
 from loopfix.scan.summary import is_loop
 from loopfix.suites.checkers import answer_part
 from loopfix.suites.tasks import FAMILIES, check_task, family_of, item_of, starts_with_answer
 
-__all__ = ["family_rows", "format_family_rows", "main"]
+__all__ = ["FamilyRow", "family_rows", "format_family_rows", "main"]
 
 
-def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FamilyRow:
+    """One family ("all": every family) at one temperature; see `family_rows`."""
+
+    family: str
+    temperature: float
+    n: int
+    success: int
+    loop: int
+    cut: int
+    loops_solved_elsewhere: int
+    loops_with_answer: int
+
+
+def family_rows(samples: list[Sample]) -> list[FamilyRow]:
     """Per family and temperature (then "all" families): samples, successes (judged by this
     module's checker, not the record's stored verdict), loops, cuts;
     `loops_solved_elsewhere`: loops whose prompt is answered correctly by some other sample of
@@ -21,14 +36,14 @@ def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
     can give; `loops_with_answer`: loops whose text begins with the whole correct list
     (`starts_with_answer`). `samples` are `loopfix.records.Sample`s of `tasks` items."""
 
-    def correct(sample: Any) -> bool:
+    def correct(sample: Sample) -> bool:
         # Judged again by this checker: a record keeps the verdict of the one it was scanned with.
         meta = item_of(sample.prompt_id).meta
         return check_task(answer_part(sample.text), meta, sample.finish_reason == "stop")
 
     verdicts = {sample.key: correct(sample) for sample in samples}
     solved = {sample.prompt_id for sample in samples if verdicts[sample.key]}
-    groups: dict[tuple[str, float], list[Any]] = {}
+    groups: dict[tuple[str, float], list[Sample]] = {}
     for sample in samples:
         if sample.finish_reason == "error":
             continue
@@ -42,24 +57,24 @@ def family_rows(samples: list[Any]) -> list[dict[str, Any]]:
     ):
         loops = [sample for sample in group if is_loop(sample)]
         rows.append(
-            {
-                "family": family,
-                "temperature": temperature,
-                "n": len(group),
-                "success": sum(verdicts[sample.key] for sample in group),
-                "loop": len(loops),
-                "cut": sum(sample.finish_reason == "length" for sample in group),
-                "loops_solved_elsewhere": sum(sample.prompt_id in solved for sample in loops),
-                "loops_with_answer": sum(
+            FamilyRow(
+                family=family,
+                temperature=temperature,
+                n=len(group),
+                success=sum(verdicts[sample.key] for sample in group),
+                loop=len(loops),
+                cut=sum(sample.finish_reason == "length" for sample in group),
+                loops_solved_elsewhere=sum(sample.prompt_id in solved for sample in loops),
+                loops_with_answer=sum(
                     starts_with_answer(answer_part(sample.text), item_of(sample.prompt_id).meta)
                     for sample in loops
                 ),
-            }
+            )
         )
     return rows
 
 
-def format_family_rows(rows: list[dict[str, Any]]) -> str:
+def format_family_rows(rows: list[FamilyRow]) -> str:
     """A markdown table of `family_rows`: counts and percentages."""
 
     def cell(count: int, n: int) -> str:
@@ -70,12 +85,12 @@ def format_family_rows(rows: list[dict[str, Any]]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        n = row["n"]
+        n = row.n
         lines.append(
-            f"| {row['temperature']:g} | {row['family']} | {n} | {cell(row['success'], n)} | "
-            f"{cell(row['loop'], n)} | {cell(row['cut'], n)} | "
-            f"{row['loops_solved_elsewhere']} of {row['loop']} | "
-            f"{row['loops_with_answer']} of {row['loop']} |"
+            f"| {row.temperature:g} | {row.family} | {n} | {cell(row.success, n)} | "
+            f"{cell(row.loop, n)} | {cell(row.cut, n)} | "
+            f"{row.loops_solved_elsewhere} of {row.loop} | "
+            f"{row.loops_with_answer} of {row.loop} |"
         )
     return "\n".join(lines)
 
