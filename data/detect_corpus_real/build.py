@@ -8,7 +8,9 @@ collect_negatives.py), thinking_llms_interp.jsonl, contrastive_search.jsonl and
 misguided_attention.jsonl (generations saved in public research repositories, written by the
 scripts of the same names), and loopfix scan records of real models
 (SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
-labels.tsv (id, label, kind, note).
+labels.tsv (id, label, kind, note). semantic_relabel.tsv then sets the label of every semantic
+candidate and clean reasoning trace of the generators that produce semantic loops, decided by
+the written rule of semantic_rule.md in two blind passes and adjudicated (issue 41).
 
 The split is fixed by source, before any tuning: a source group (the issue URL, the file or
 program, or the model and prompt of a scan record) is held out when the first hex digit of
@@ -28,6 +30,13 @@ LABEL_RULE = (
     "numbers; for semantic loops the same content reworded) occurs >= 3 times in a row without "
     "progress, ending at the end of the output (or at the excerpt's end), or >= 10 times in a row "
     "anywhere; clean: otherwise, including structured text whose rows carry new content"
+)
+
+SEMANTIC_RULE = (
+    "semantic_rule.md (issue 41): semantic loop when the last 3 or more steps restate earlier "
+    "steps' computation and conclusion with no new method, fact, intermediate result or answer "
+    "and the text runs to its end so; exact or near copies are a loop of their kind; clean "
+    "otherwise, including re-checks that end in something new or in a written final answer"
 )
 
 
@@ -65,6 +74,23 @@ def scan_items(paths: list[Path], labels: dict[str, list[str]]) -> list[dict]:
     return items
 
 
+def relabel(items: list[dict]) -> None:
+    """Apply semantic_relabel.tsv: its label and kind, the rule it was decided by, and the
+    label it replaced in the note."""
+    rows = {}
+    for line in (HERE / "semantic_relabel.tsv").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            item_id, was, *_, label, kind, note = line.split("\t")
+            rows[item_id] = (was, label, kind, note)
+    by_id = {item["id"]: item for item in items}
+    if missing := rows.keys() - by_id.keys():
+        raise SystemExit(f"semantic_relabel.tsv names items the corpus lacks: {sorted(missing)}")
+    for item_id, (was, label, kind, note) in rows.items():
+        item = by_id[item_id]
+        item.update(label=label, kind=kind, label_rule=SEMANTIC_RULE)
+        item["note"] = note if was == "new" else f"{note} (before: {was}; {item['note']})"
+
+
 def main() -> None:
     labels = {}
     for line in (HERE / "labels.tsv").read_text(encoding="utf-8").splitlines():
@@ -84,9 +110,10 @@ def main() -> None:
             item.setdefault("group", item["source"])
             items.append(item)
     items += scan_items([Path(p) for p in sys.argv[1:]], labels)
+    relabel(items)
     with (HERE / "corpus.jsonl").open("w", encoding="utf-8") as out:
         for item in items:
-            item["label_rule"] = LABEL_RULE
+            item.setdefault("label_rule", LABEL_RULE)
             item["split"] = split_of(item.pop("group"))
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
     print(f"{len(items)} items")

@@ -1,10 +1,12 @@
-"""The headline on the held-out part of the corpus of real outputs (data/detect_corpus_real):
-the default detector keeps precision >= 0.95, and reaches recall >= 0.90 on every kind with enough
-held-out loops to measure at that resolution, except the kinds docs/detection.md reports as short
-of the bar (near: templated tails whose numbers do not count, with no cut known, 8/13;
-semantic: re-verification cycles in reasoning traces, 12/32 with the stagnation check). Below
-ten loops one miss moves recall by more than the 0.10 margin (segment: 7 held-out loops), so
-such kinds are reported, not asserted."""
+"""The headline on the held-out part of the corpus of real outputs (data/detect_corpus_real),
+with the semantic candidates and clean reasoning traces labelled by the written rule
+(semantic_rule.md, issue 41): the default detector keeps precision >= 0.93 (0.938 measured), and
+reaches recall >= 0.90 on every kind with enough held-out loops to measure at that resolution,
+except the kinds docs/detection.md reports as short of the bar (near: templated tails whose
+numbers do not count, with no cut known, 8/14; segment: near copies of whole paragraphs in
+reasoning traces, 15/20; semantic: restatements in other words, 2/40, which text statistics do
+not see). Below ten loops one miss moves recall by more than the 0.10 margin, so such kinds are
+reported, not asserted."""
 
 from pathlib import Path
 
@@ -17,12 +19,12 @@ CORPUS = Path(__file__).resolve().parents[2] / "data" / "detect_corpus_real" / "
 MIN_LOOPS_PER_KIND = 10
 # Kinds measured below the bar on the held-out part (docs/detection.md, "Quality on real
 # outputs"); a change that lifts one of them, or drops another below, must update the docs.
-SHORT_OF_THE_BAR = {"near", "semantic"}
+SHORT_OF_THE_BAR = {"near", "segment", "semantic"}
 
 
 def test_defaults_on_the_held_out_part_match_the_documented_state():
     scores = score_corpus(judge_corpus(read_corpus(CORPUS, "heldout")))
-    assert scores.precision >= 0.95
+    assert scores.precision >= 0.93
     below = {
         kind
         for kind, (found, loops) in scores.recall_by_kind.items()
