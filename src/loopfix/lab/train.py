@@ -76,8 +76,9 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
         pad_token_id=PAD_ID,
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
-        **({DECAY_KEY: decay} if decay else {}),
     )
+    if decay:  # an extra config field, saved with the checkpoint like the others
+        setattr(model_config, DECAY_KEY, decay)
     if config.precision != "fp32":
         model_config._attn_implementation = "eager"
     model = LlamaForCausalLM(model_config)
