@@ -75,8 +75,13 @@ class _StageCache:
         self.costs: dict[str, StageCost] = {}
 
     def run(
-        self, name: str, compute: Callable[[], ResultT], load: Callable[[dict[str, Any]], ResultT]
+        self,
+        name: str,
+        compute: Callable[[], ResultT],
+        load: Callable[[dict[str, Any]], ResultT],
+        dump: Callable[[ResultT], object] = asdict,
     ) -> ResultT:
+        """`load` reads what `dump` (by default the dataclass's fields) wrote."""
         path = self.folder / f"{name}.json"
         if path.is_file():
             cached = json.loads(path.read_text())
@@ -87,7 +92,7 @@ class _StageCache:
             result = compute()
         self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"result": asdict(result), "cost": asdict(self.costs[name])})
+        write_json_atomic(path, {"result": dump(result), "cost": asdict(self.costs[name])})
         return result
 
 
@@ -150,7 +155,8 @@ def run_doctor(
     repair = cache.run(
         "repair",
         lambda: repair_stage(final, measured, report, repair_config),
-        RepairStage.from_dict,
+        RepairStage.from_json,
+        RepairStage.to_json,
     )
     combined = cache.run(
         "combined",
