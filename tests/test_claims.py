@@ -48,14 +48,17 @@ def test_the_testbed_patch_gives_greedy_answers_back_while_its_loops_remain(
     # random control, so the answers route accepts it. That candidate alone on 400 prompts.
     config = RepairConfig(sites=("attn_out",), ks=(8,), alphas=(2.0,), prompts=400)
     verify = run_repair("loopfix:stargraph", tmp_path, config, report=lambda _: None)
-    rates, greedy_answers = verify.loop_rate, verify.answers["0.0"]
-    assert verify.accepted and verify.routes_passed == ["answers"], verify.verdict
+    assert verify.decision is not None
+    primary, greedy = verify.decision.primary, verify.by_temperature["0.0"]
+    greedy_answers = verify.answers["0.0"]
+    assert verify.accepted and verify.routes_passed == ("answers",), verify.verdict
     assert verify.verdict.startswith("accepted (attn_out L0,2 k8 a2): answers recovered, loops")
-    assert greedy_answers["net"] >= 15 and greedy_answers["mcnemar_p"] < 0.05, greedy_answers
-    assert all(c < greedy_answers["net"] / 2 for c in greedy_answers["controls_net"])
+    net = greedy_answers.paired.net
+    assert net >= 15 and greedy_answers.paired.mcnemar_p < 0.05, greedy_answers
+    assert all(c < net / 2 for c in greedy_answers.controls_net)
     assert not verify.checks["loops_fall_enough"] and "loops do not fall" in verify.verdict
-    assert rates["base"] >= 0.08, rates  # there are loops at T=0.6
-    assert rates["patched"] > rates["base"] / 2, rates  # not halved
-    assert rates["random_control"] >= rates["patched"], rates  # the control does no better
-    greedy = verify.by_temperature["0.0"]
-    assert greedy["patched"]["loop_rate"] < greedy["base"]["loop_rate"], greedy
+    base, patched = primary.base.loops, primary.patched.loops
+    assert base >= 0.08, primary  # there are loops at T=0.6
+    assert patched > base / 2, primary  # not halved
+    assert primary.random_control.loops >= patched, primary  # the control does no better
+    assert greedy.patched.loops < greedy.base.loops, greedy

@@ -61,11 +61,12 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     compare = json.loads((Path(guards["folder"]) / "summary.json").read_text())
     assert guards["entries"] == compare["entries"]
     assert [e["guard"] for e in guards["entries"]] == ["none", "dry", "rescue"]
-    # Repair: its numbers are the ones in its verify.json.
+    # Repair: its numbers are the ones in its verify.json, which the stage is read back from.
     repair = summary["repair"]
     verify = json.loads(Path(repair["verify"]).read_text())
     assert repair["accepted"] == verify["accepted"] and repair["verdict"] == verify["verdict"]
     assert repair["loop_rate"]["patched"] == verify["patched"]["loop_rate"]
+    assert RepairStage.from_json(repair).to_json() == repair
     # The recommendation recovers the most answers (so keeps the best accuracy of a
     # temperature), and without answers to gain cuts no more than the loopiest setting.
     advice = summary["recommendation"]
@@ -96,6 +97,16 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     assert f"T={advice['temperature']:g}, guard `{advice['guard']}`" in report
 
 
+def _decided(stage: RepairStage, routes: tuple[str, ...]) -> RepairStage:
+    """`stage` as if its verified candidate had passed `routes` (none: rejected)."""
+    assert stage.result is not None and stage.result.verified is not None
+    verified = stage.result.verified
+    decision = replace(verified.decision, routes_passed=routes)
+    return replace(
+        stage, result=replace(stage.result, verified=replace(verified, decision=decision))
+    )
+
+
 def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_prompts(
     testbed_run: tuple[Path, list[str]],
 ) -> None:
@@ -106,7 +117,7 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     guards = GuardStage.from_json(summary["guards"])
     assert guards.to_json() == summary["guards"]  # read back from its runs, as written
     # Whatever the small repair decided, its candidate is a real patch: combine it as accepted.
-    repair = replace(RepairStage.from_dict(summary["repair"]), accepted=True)
+    repair = _decided(RepairStage.from_json(summary["repair"]), ("answers",))
     advice = replace(recommend(measure, guards), guard="dry")
     stage = combined_stage(config, guards, repair, advice)
     assert stage.skipped is None and stage.guard == "dry" and stage.temperature == 0.0
@@ -124,7 +135,7 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     assert loops[1] <= loops[0]
     patched_model = out / "again" / "combined" / "patched-model"
     assert (patched_model / "config.json").is_file()
-    skipped = combined_stage(config, guards, replace(repair, accepted=False), advice)
+    skipped = combined_stage(config, guards, _decided(repair, ()), advice)
     assert skipped.skipped == "no accepted patch to combine" and skipped.rows == ()
 
 
@@ -356,8 +367,8 @@ def test_on_any_model_the_repair_starts_from_the_measure_scans_records(
     result = run_doctor(config, lambda line: None, repair_config=repair)
     assert result.measure.suite == "arith" and result.measure.loops >= config.min_loops
     assert [e.guard for e in result.guards.entries] == ["none", "dry"]
-    assert result.repair.skipped is None and result.repair.verify is not None
-    verify = json.loads(Path(result.repair.verify).read_text())
+    assert result.repair.skipped is None and result.repair.result is not None
+    verify = json.loads(result.repair.result.verify_json.read_text())
     assert verify["branches"]["records"] == str(records)
     assert result.repair.verdict == verify["verdict"]
     # Too few loops in 16 prompts for a repair: fresh prompts (seed + 1) topped them up to

@@ -5,7 +5,8 @@ import torch
 
 from loopfix.models import load_model
 from loopfix.patch import load_patch, patched
-from loopfix.repair import run_repair
+from loopfix.repair import RepairResult, run_repair
+from loopfix.repair.report import render_report
 from tests.repair.small import SMALL_TESTBED_REPAIR
 
 
@@ -14,6 +15,11 @@ def test_repair_writes_verify_json_and_a_revertible_patch(tmp_path: Path) -> Non
     result = run_repair("loopfix:stargraph", tmp_path, SMALL_TESTBED_REPAIR, report=lines.append)
     verify = json.loads((tmp_path / "verify.json").read_text())
     assert verify["accepted"] == result.accepted
+    # verify.json has one writer and one reader: what it holds reads back to the same result,
+    # which renders the same report.
+    assert RepairResult.from_verify(verify, tmp_path) == result
+    assert json.loads(json.dumps(result.to_json())) == verify
+    assert render_report(result) == (tmp_path / "report.md").read_text()
     for arm in ("base", "patched", "random_control"):
         assert {"loop_rate", "cut_rate", "accuracy", "mean_length", "n"} <= verify[arm].keys()
         assert verify[arm]["n"] == 50

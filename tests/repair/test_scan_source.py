@@ -9,6 +9,7 @@ from loopfix.detect import detect_text
 from loopfix.models import load_model
 from loopfix.records import Sample
 from loopfix.repair import RepairConfig, RepairInputError
+from loopfix.repair.sources.description import PairCounts
 from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, loop_location
 from loopfix.repair.sources.records import PairRequest, normal_texts, split_prompts
 from loopfix.repair.sources.scan import ScanSource
@@ -50,7 +51,7 @@ def test_pairs_cut_each_loop_at_its_first_repeat(tiny_folder: Path, scanned: Pat
         pairs, counts = ScanSource().pairs(
             model, tokenizer, PairRequest(records, [prompt_id], 3, 10, 1), GENERATION
         )
-        assert counts["looping_samples"] >= 1  # the greedy sample loops
+        assert counts.looping_samples >= 1  # the greedy sample loops
         location = loop_location(greedy, tokenizer)
         assert location is not None
         onset, period = location
@@ -95,7 +96,7 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     pairs, counts = ScanSource().pairs(
         model, tokenizer, PairRequest(records, ["p"], 3, 4, 0), GENERATION
     )
-    assert counts == {"looping_samples": 1, "pairs": 1, "dropped": {"no_non_looping_resample": 0}}
+    assert counts == PairCounts(1, 1, {"no_non_looping_resample": 0})
     (pair,) = pairs
     # Prefix: prompt + the unit stated once; branch: the next 16 generated tokens (no EOS).
     assert pair.prefix == [5, 6, 7, *sample.tokens[:6]]
@@ -107,7 +108,7 @@ def test_onset_is_located_in_the_generated_tokens(tiny_folder: Path) -> None:
     _, counts = ScanSource().pairs(
         model, tokenizer, PairRequest(records, ["p"], 3, 4, 0), GENERATION
     )
-    assert counts["pairs"] == 0 and counts["dropped"]["loop_not_located"] == 1
+    assert counts.pairs == 0 and counts.dropped["loop_not_located"] == 1
 
 
 def test_training_and_held_out_prompts_never_meet(tiny_folder: Path, scanned: Path) -> None:

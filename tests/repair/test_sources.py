@@ -66,16 +66,17 @@ def test_rescue_pairs_are_the_loop_against_the_engines_way_out(
         model, tokenizer, PairRequest(records, list(records.items), 3, 1000, 5), GENERATION
     )
     looping = sum(is_loop(s) for s in records.samples)
-    assert counts["looping_samples"] == looping > 0
+    assert counts.looping_samples == looping > 0
     # Every looping sample gives two continuations (greedy, sampled at 0.6), each a pair or
     # counted as dropped, and a sample whose loop cannot be cut counts once for both.
-    dropped = counts["dropped"]
+    dropped = counts.dropped
     per_sample = dropped.get("loop_not_located", 0) + dropped.get("loop_too_short", 0)
     per_variant = sum(v for k, v in dropped.items() if k.startswith(("greedy_", "sampled_")))
-    assert counts["pairs"] + per_variant == 2 * (looping - per_sample)
-    assert counts["by_variant"]["greedy"] + counts["by_variant"]["sampled"] == len(pairs) > 0
-    assert counts["by_variant"]["greedy"] > 0 and counts["by_variant"]["sampled"] > 0
-    assert counts["temperatures"] == {"greedy": 0.0, "sampled": 0.6}
+    assert counts.pairs + per_variant == 2 * (looping - per_sample)
+    assert counts.by_variant is not None
+    assert counts.by_variant["greedy"] + counts.by_variant["sampled"] == len(pairs) > 0
+    assert counts.by_variant["greedy"] > 0 and counts.by_variant["sampled"] > 0
+    assert counts.temperatures == {"greedy": 0.0, "sampled": 0.6}
     for pair in pairs:
         prompt, before = _split(records, pair.prefix)
         # The repetitive branch is the loop's own continuation from its first repeat.
@@ -92,7 +93,7 @@ def test_rescue_pairs_are_the_loop_against_the_engines_way_out(
     capped, capped_counts = RescueSource().pairs(
         model, tokenizer, PairRequest(records, list(records.items), 3, 2, 5), GENERATION
     )
-    assert capped == pairs[:2] and capped_counts["pairs"] == 2
+    assert capped == pairs[:2] and capped_counts.pairs == 2
 
 
 def _loop_of(pair: BranchPair, prompt: list[int], before: list[int]) -> Loop:
@@ -107,8 +108,8 @@ def test_outcome_pairs_are_looping_and_converging_runs_of_one_prompt(
     pairs, counts = OutcomeSource().pairs(
         model, tokenizer, PairRequest(records, list(records.items), 3, 1000, 0), GENERATION
     )
-    assert counts["pairs"] == len(pairs) > 0
-    assert counts["pairs"] + sum(counts["dropped"].values()) == counts["looping_samples"]
+    assert counts.pairs == len(pairs) > 0
+    assert counts.pairs + sum(counts.dropped.values()) == counts.looping_samples
     by_id: dict[str, list[Sample]] = {s.prompt_id: [] for s in records.samples}
     for sample in records.samples:
         by_id[sample.prompt_id].append(sample)

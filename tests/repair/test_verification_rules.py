@@ -9,6 +9,7 @@ from loopfix.lab.stargraph import PAD_ID
 from loopfix.models import load_model
 from loopfix.patch import EditSite, build_patch
 from loopfix.repair import RepairConfig
+from loopfix.repair.arms import ControlInterval
 from loopfix.repair.batches import branch_batches, walk_batches
 from loopfix.repair.candidates import candidate_grid, norm_matched_control
 from loopfix.repair.config import PLAIN_TEXT
@@ -20,7 +21,6 @@ from loopfix.repair.perplexity import general_ability, text_windows
 from loopfix.repair.pipeline import find_directions
 from loopfix.repair.scoring import Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
-from loopfix.repair.verification import reduction_interval
 from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*
 from tests.repair.blocks import block
 
@@ -102,6 +102,6 @@ def test_every_control_seed_must_stay_below_half_the_reduction(testbed) -> None:
     assert not one_bad[rule] and [k for k, v in one_bad.items() if not v] == [rule]
     assert not budget_checks(0.05, 1e-4, 1.03, config)["perplexity_within_budget"]
     assert all(budget_checks(0.05, 1e-4, 1.01, config).values())
-    interval = reduction_interval([0.0, 0.02, -0.02])
-    assert interval["seeds"] == 3 and interval["mean"] == pytest.approx(0.0)
-    assert interval["low"] < -0.02 and interval["high"] > 0.02  # t with 2 df: wider than the range
+    interval = ControlInterval.of([0.0, 0.02, -0.02])
+    assert interval.seeds == 3 and interval.mean == pytest.approx(0.0)
+    assert interval.low < -0.02 and interval.high > 0.02  # t with 2 df: wider than the range

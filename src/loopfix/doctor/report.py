@@ -65,20 +65,22 @@ _MEASURE_HEAD = [
 
 
 def _repair_text(result: DoctorResult) -> str:
-    repair = result.repair
-    if repair.skipped is not None:
-        return f"Skipped: {repair.skipped}."
-    if repair.kl is None:  # stopped at screening: the verdict says why, no arm was verified
-        return f"{(repair.verdict or '').rstrip('.')}. Details: {repair.verify}."
-    base, patched = repair.loop_rate["base"], repair.loop_rate["patched"]
-    control = repair.loop_rate["random_control"]
+    repair = result.repair.result
+    if repair is None:
+        return f"Skipped: {result.repair.skipped}."
+    details = f"Details: {repair.verify_json}."
+    if repair.decision is None:  # stopped at screening: the verdict says why, no arm verified
+        return f"{repair.verdict.rstrip('.')}. {details}"
+    decision = repair.decision
+    primary = decision.primary
     text = (
-        f"{(repair.verdict or '').rstrip('.')}. At T={repair.temperature:g} on {repair.n} "
+        f"{repair.verdict.rstrip('.')}. At T={repair.temperature:g} on {repair.n} "
         "held-out prompts: loops "
-        f"{_rate(base)} -> {_rate(patched)} patched (norm-matched random control "
-        f"{_rate(control)}); accuracy {_rate(repair.accuracy['base'])} -> "
-        f"{_rate(repair.accuracy['patched'])}; KL {repair.kl:.4f} nats/token; "
-        f"{repair.touched_fraction:.2%} of the weights touched. Details: {repair.verify}."
+        f"{_rate(primary.base.loop_rate)} -> {_rate(primary.patched.loop_rate)} patched "
+        f"(norm-matched random control {_rate(primary.random_control.loop_rate)}); accuracy "
+        f"{_rate(primary.base.accuracy)} -> {_rate(primary.patched.accuracy)}; KL "
+        f"{decision.kl:.4f} nats/token; {repair.touched_fraction:.2%} of the weights touched. "
+        f"{details}"
     )
     if repair.accepted:
         text += (

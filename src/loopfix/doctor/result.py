@@ -20,6 +20,7 @@ from pydantic import JsonValue
 
 from loopfix.doctor.config import DoctorConfig
 from loopfix.guard_summaries import GuardEntry
+from loopfix.repair.result import RepairResult
 from loopfix.summaries import Paired, ScanSummary, SettingSummary
 
 __all__ = [
@@ -132,29 +133,59 @@ class GuardStage:
 
 @dataclass(frozen=True)
 class RepairStage:
-    accepted: bool | None
-    verdict: str | None
-    verify: str | None  # path of the repair's verify.json
-    folder: str | None
-    temperature: float | None
-    n: int | None
-    loop_rate: dict[str, float | None]  # base / patched / random_control
-    accuracy: dict[str, float | None]
-    kl: float | None
-    touched_fraction: float | None
-    patch: str | None
+    """The repair's `RepairResult` (None: not run, `skipped` says why). Its stage cache and
+    summary.json entry name the result's verify.json, from which it is read back."""
+
+    result: RepairResult | None
     skipped: str | None
 
     @classmethod
     def not_run(cls, reason: str) -> RepairStage:
-        return cls(None, None, None, None, None, None, {}, {}, None, None, None, reason)
+        return cls(None, reason)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RepairStage:
-        return cls(**data)
+    @property
+    def accepted(self) -> bool | None:
+        return None if self.result is None else self.result.accepted
+
+    @property
+    def verdict(self) -> str | None:
+        return None if self.result is None else self.result.verdict
+
+    @property
+    def patch(self) -> Path | None:
+        return None if self.result is None else self.result.patch
 
     def to_json(self) -> dict[str, JsonValue]:
-        return asdict(self)
+        result = self.result
+        if result is None:
+            return {
+                **dict.fromkeys(("accepted", "verdict", "verify", "folder", "temperature", "n")),
+                "loop_rate": {},
+                "accuracy": {},
+                **dict.fromkeys(("kl", "touched_fraction", "patch")),
+                "skipped": self.skipped,
+            }
+        return {
+            "accepted": result.accepted,
+            "verdict": result.verdict,
+            "verify": str(result.verify_json),
+            "folder": str(result.folder),
+            "temperature": result.temperature,
+            "n": result.n,
+            "loop_rate": {arm: rate for arm, rate in result.loop_rate.items()},
+            "accuracy": {arm: rate for arm, rate in result.accuracy.items()},
+            "kl": result.kl,
+            "touched_fraction": result.touched_fraction,
+            "patch": None if result.patch is None else str(result.patch),
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RepairStage:
+        if data["verify"] is None:
+            return cls.not_run(data["skipped"])
+        verify = json.loads(Path(data["verify"]).read_text())
+        return cls(RepairResult.from_verify(verify, Path(data["folder"])), data["skipped"])
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def run_doctor(
     repair = cache.run(
         "repair",
         lambda: repair_stage(final, measured, report, repair_config),
-        RepairStage.from_dict,
+        RepairStage.from_json,
     )
     combined = cache.run(
         "combined",

@@ -334,17 +334,4 @@ def repair_stage(
         verify = run_repair(config.model, folder, repair_config, report=report)
     except RepairInputError as error:
         return RepairStage.not_run(str(error))
-    return RepairStage(
-        accepted=verify.accepted,
-        verdict=verify.verdict,
-        verify=str(verify.verify_json),
-        folder=str(folder),
-        temperature=verify.temperature,
-        n=verify.n,
-        loop_rate=verify.loop_rate,
-        accuracy=verify.accuracy,
-        kl=verify.kl,
-        touched_fraction=verify.touched_fraction,
-        patch=None if verify.patch is None else str(verify.patch),
-        skipped=None,
-    )
+    return RepairStage(verify, skipped=None)

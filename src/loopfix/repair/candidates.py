@@ -7,7 +7,7 @@ top-k columns, and a strength chosen so that the weight change has the same Frob
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -24,12 +24,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Candidate",
+    "EditShape",
+    "SearchRecord",
     "candidate",
     "candidate_grid",
     "edit_norm",
     "norm_matched_control",
-    "row_label",
 ]
+
+
+@dataclass(frozen=True)
+class EditShape:
+    """Where and how strongly a candidate edits, without its directions: what verify.json and
+    the report name a candidate by (its site, layers, k and alpha)."""
+
+    site: SiteKind
+    layers: tuple[int, ...]
+    k: int
+    alpha: float
+
+    def label(self) -> str:
+        return f"{self.site} L{','.join(map(str, self.layers))} k{self.k} a{self.alpha:g}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"site": self.site, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EditShape:
+        return cls(data["site"], tuple(data["layers"]), data["k"], data["alpha"])
 
 
 @dataclass(frozen=True)
@@ -40,22 +62,34 @@ class Candidate:
     alpha: float
     requests: tuple[EditRequest, ...]
 
+    @property
+    def shape(self) -> EditShape:
+        return EditShape(self.kind, self.layers, self.k, self.alpha)
+
     def label(self) -> str:
-        return row_label(self.to_dict())
+        return self.shape.label()
 
     @property
     def touched(self) -> int:
         """Weights the edit changes: its columns times the direction's width, per layer."""
         return sum(len(r.columns) * len(r.direction) for r in self.requests)
 
-    def to_dict(self) -> dict[str, object]:
-        return {"site": self.kind, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
 
+@dataclass(frozen=True)
+class SearchRecord:
+    """What the search saw: its method, how many candidates it ranked and the ten best (each
+    candidate's fields with its proxy scores, as the method names them)."""
 
-def row_label(row: dict[str, Any]) -> str:
-    """A candidate's label from its fields (`Candidate.to_dict`, a screening row)."""
-    layers = ",".join(map(str, row["layers"]))
-    return f"{row['site']} L{layers} k{row['k']} a{row['alpha']:g}"
+    method: str
+    candidates: int
+    top: tuple[Mapping[str, object], ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"method": self.method, "candidates": self.candidates, "top": list(self.top)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SearchRecord:
+        return cls(data["method"], data["candidates"], tuple(data["top"]))
 
 
 def _write(model: PreTrainedModel, site: EditSite) -> torch.Tensor:

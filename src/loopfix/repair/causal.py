@@ -17,13 +17,15 @@ embeddings carry, which no column edit of the site touches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from loopfix.patch import EditSite
 from loopfix.patch.sites import SiteKind, site_module
+from loopfix.repair.arms import ArmResult, ComparedArm
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.hooks import direction_ablation, hooked
 
@@ -32,22 +34,105 @@ if TYPE_CHECKING:
 
     from loopfix.repair.verification import Verifier
 
-__all__ = ["causal_check"]
+__all__ = ["AblationDose", "CausalResult", "causal_check"]
+
+# A dose removes loops when it does so significantly (paired) and more than the random direction.
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True)
+class AblationDose:
+    """u ablated at one strength, and a random direction at the same sites and strength, each
+    paired with the base on the screening prompts."""
+
+    strength: float
+    direction: ComparedArm
+    random: ComparedArm
+
+    @property
+    def removes_loops(self) -> bool:
+        removed = self.direction.paired.loops_net
+        return (
+            removed > 0
+            and self.direction.paired.loop_mcnemar_p < SIGNIFICANCE
+            and removed > self.random.paired.loops_net
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "strength": self.strength,
+            "direction": self.direction.to_json(),
+            "random": self.random.to_json(),
+            "removes_loops": self.removes_loops,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AblationDose:
+        return cls(
+            data["strength"],
+            ComparedArm.from_json(data["direction"]),
+            ComparedArm.from_json(data["random"]),
+        )
+
+
+@dataclass(frozen=True)
+class CausalResult:
+    """The activation-level check of the chosen candidate's sites (verify.json "causal")."""
+
+    site: SiteKind
+    layers: tuple[int, ...]
+    temperature: float
+    base: ArmResult
+    doses: tuple[AblationDose, ...]
+
+    @property
+    def removes_loops(self) -> bool:
+        return any(dose.removes_loops for dose in self.doses)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "site": self.site,
+            "layers": list(self.layers),
+            "temperature": self.temperature,
+            "base": self.base.to_json(),
+            "doses": [dose.to_json() for dose in self.doses],
+            "summary": {
+                "base_loop_rate": self.base.loop_rate,
+                "by_strength": {
+                    f"{dose.strength:g}": {
+                        "direction": dose.direction.arm.loop_rate,
+                        "random": dose.random.arm.loop_rate,
+                    }
+                    for dose in self.doses
+                },
+                "removes_loops": self.removes_loops,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CausalResult:
+        return cls(
+            site=data["site"],
+            layers=tuple(data["layers"]),
+            temperature=data["temperature"],
+            base=ArmResult.from_json(data["base"]),
+            doses=tuple(AblationDose.from_json(dose) for dose in data["doses"]),
+        )
 
 
 def _ablate(
     verifier: Verifier[Any],
-    modules: list[Any],
+    modules: list[torch.nn.Module],
     vectors: list[torch.Tensor],
     strength: float,
     base: Any,
     label: str,
-) -> dict[str, Any]:
+) -> ComparedArm:
     hooks = direction_ablation(modules, vectors, strength)
     outcomes = verifier.run(
         "causal", verifier.config.temperature, hooked(hooks), f"{label}-strength{strength:g}"
     )
-    return {**outcomes.summary(), **verifier.compare(base, outcomes)}
+    return verifier.compare(base, outcomes)
 
 
 def causal_check(
@@ -59,7 +144,7 @@ def causal_check(
     directions: torch.Tensor,
     controls: torch.Tensor,
     config: RepairConfig,
-) -> dict[str, Any]:
+) -> CausalResult:
     base = verifier.base("causal", config.temperature)
     modules = [site_module(model, EditSite(layer, kind)) for layer in layers]
     doses = []
@@ -68,35 +153,5 @@ def causal_check(
             _ablate(verifier, modules, [v[i].float() for i in layers], strength, base, label)
             for v, label in ((directions, "ablate-u"), (controls, "ablate-random"))
         )
-        net = direction["loops_removed"] - direction["loops_added"]
-        removes = (
-            net > 0
-            and direction["loop_mcnemar_p"] < 0.05
-            and net > control["loops_removed"] - control["loops_added"]
-        )
-        doses.append(
-            {
-                "strength": strength,
-                "direction": direction,
-                "random": control,
-                "removes_loops": removes,
-            }
-        )
-    return {
-        "site": kind,
-        "layers": list(layers),
-        "temperature": config.temperature,
-        "base": base.summary(),
-        "doses": doses,
-        "summary": {
-            "base_loop_rate": base.summary()["loop_rate"],
-            "by_strength": {
-                f"{dose['strength']:g}": {
-                    "direction": dose["direction"]["loop_rate"],
-                    "random": dose["random"]["loop_rate"],
-                }
-                for dose in doses
-            },
-            "removes_loops": any(dose["removes_loops"] for dose in doses),
-        },
-    }
+        doses.append(AblationDose(strength, direction, control))
+    return CausalResult(kind, tuple(layers), config.temperature, base.summary(), tuple(doses))

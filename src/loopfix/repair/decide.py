@@ -18,25 +18,22 @@ the screening prompts).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from loopfix.patch import build_patch
-from loopfix.repair.candidates import Candidate, edit_norm
+from loopfix.repair.arms import BasePairing, TemperatureResult
+from loopfix.repair.causal import CausalResult
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.scoring import ProxyScore, Scorer
-from loopfix.repair.verdict import verdict
 from loopfix.repair.verification import temperature_key
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
 
 __all__ = [
     "ANSWERS_ROUTE",
     "LOOPS_ROUTE",
+    "AnswersAt",
+    "Decision",
     "answers_checks",
-    "answers_by_temperature",
     "budget_checks",
-    "decide",
     "judge",
     "loops_checks",
     "significant_loss",
@@ -57,17 +54,44 @@ LOOPS_ROUTE = (
 )
 
 
-def net(paired: dict[str, Any]) -> int:
-    """Answers recovered net: rescues minus regressions."""
-    return int(paired["rescues"]) - int(paired["regressions"])
+def significant_loss(paired: BasePairing, config: RepairConfig) -> bool:
+    return paired.net < 0 and paired.mcnemar_p < config.significance
 
 
-def significant_loss(paired: dict[str, Any], config: RepairConfig) -> bool:
-    return net(paired) < 0 and paired["mcnemar_p"] < config.significance
+def _significant_gain(paired: BasePairing, config: RepairConfig) -> bool:
+    return paired.net > 0 and paired.mcnemar_p < config.significance
 
 
-def _significant_gain(paired: dict[str, Any], config: RepairConfig) -> bool:
-    return net(paired) > 0 and paired["mcnemar_p"] < config.significance
+@dataclass(frozen=True)
+class AnswersAt:
+    """At one verified temperature: the patch's answers against the base, each control's net
+    and the success rates (verify.json "answers")."""
+
+    paired: BasePairing  # the patched arm against the base
+    controls_net: tuple[int, ...]
+    base_accuracy: float | None
+    patched_accuracy: float | None
+
+    @classmethod
+    def of(cls, block: TemperatureResult) -> AnswersAt:
+        return cls(
+            block.paired,
+            tuple(paired.net for paired in block.paired_controls),
+            block.base.accuracy,
+            block.patched.accuracy,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rescues": self.paired.rescues,
+            "regressions": self.paired.regressions,
+            "mcnemar_p": self.paired.mcnemar_p,
+            "net": self.paired.net,
+            "controls_net": list(self.controls_net),
+            "base_accuracy": self.base_accuracy,
+            "patched_accuracy": self.patched_accuracy,
+            "pairs": self.paired.pairs,
+        }
 
 
 def budget_checks(
@@ -84,34 +108,33 @@ def budget_checks(
 
 
 def loops_checks(
-    primary: dict[str, Any],
-    greedy: dict[str, Any] | None,
-    causal: dict[str, Any] | None,
+    primary: TemperatureResult,
+    greedy: TemperatureResult | None,
+    causal: CausalResult | None,
     config: RepairConfig,
 ) -> dict[str, bool]:
-    """The loops route. `primary` / `greedy`: temperature blocks of `Verifier.full` (base,
-    patched, controls, paired); `causal`: the activation-level check (None: not run, no check)."""
-    base, patched = primary["base"]["loop_rate"], primary["patched"]["loop_rate"]
-    paired = primary["paired"]["patched"]
+    """The loops route. `primary` / `greedy`: the verified arms at the primary temperature and
+    at T=0 (None: not verified); `causal`: the activation-level check (None: not run, no check)."""
+    base, patched = primary.base.loops, primary.patched.loops
+    paired = primary.paired
     reduction = base - patched
-    control_reductions = [base - control["loop_rate"] for control in primary["controls"]]
     checks = {
-        "loops_fall_significantly": paired["loops_removed"] > paired["loops_added"]
-        and paired["loop_mcnemar_p"] < config.significance,
+        "loops_fall_significantly": paired.loops_net > 0
+        and paired.loop_mcnemar_p < config.significance,
         "loops_fall_enough": base > 0 and patched <= (1 - config.min_reduction) * base,
         "controls_below_share_of_the_reduction": reduction > 0
-        and all(r < config.control_share * reduction for r in control_reductions),
-        "success_not_down_primary": paired["rescues"] >= paired["regressions"],
+        and all(r < config.control_share * reduction for r in primary.control_reductions),
+        "success_not_down_primary": paired.net >= 0,
     }
     if greedy is not None:
-        checks["success_not_down_greedy"] = net(greedy["paired"]["patched"]) >= 0
+        checks["success_not_down_greedy"] = greedy.paired.net >= 0
     if causal is not None:
-        checks["activation_ablation_removes_loops"] = bool(causal["summary"]["removes_loops"])
+        checks["activation_ablation_removes_loops"] = causal.removes_loops
     return checks
 
 
 def answers_temperatures(
-    by_temperature: dict[str, dict[str, Any]], config: RepairConfig
+    by_temperature: Mapping[str, TemperatureResult], config: RepairConfig
 ) -> list[str]:
     """Where the answers route may be met: the primary temperature, then T=0 if verified."""
     keys = [temperature_key(config.temperature), temperature_key(0.0)]
@@ -119,7 +142,7 @@ def answers_temperatures(
 
 
 def answers_checks(
-    by_temperature: dict[str, dict[str, Any]], config: RepairConfig
+    by_temperature: Mapping[str, TemperatureResult], config: RepairConfig
 ) -> tuple[dict[str, bool], str]:
     """The answers route and the temperature it was judged at: the first of
     `answers_temperatures` where answers rise significantly with every control below half the
@@ -128,131 +151,121 @@ def answers_checks(
 
     def at(key: str) -> tuple[bool, bool]:
         block = by_temperature[key]
-        gained = net(block["paired"]["patched"])
-        controls = [net(paired) for paired in block["paired_controls"]]
+        gained = block.paired.net
         return (
-            _significant_gain(block["paired"]["patched"], config),
-            gained > 0 and all(c < 0.5 * gained for c in controls),
+            _significant_gain(block.paired, config),
+            gained > 0 and all(c.net < 0.5 * gained for c in block.paired_controls),
         )
 
     passing = [key for key in keys if all(at(key))]
-    key = (
-        passing[0]
-        if passing
-        else max(keys, key=lambda k: net(by_temperature[k]["paired"]["patched"]))
-    )
+    key = passing[0] if passing else max(keys, key=lambda k: by_temperature[k].paired.net)
     rises, controls_below = at(key)
     return {
         "answers_rise_significantly": rises,
         "controls_recover_less_than_half": controls_below,
         "no_significant_answer_loss": not any(
-            significant_loss(block["paired"]["patched"], config)
-            for block in by_temperature.values()
+            significant_loss(block.paired, config) for block in by_temperature.values()
         ),
     }, key
 
 
-def answers_by_temperature(by_temperature: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per verified temperature: the patch's rescues, regressions, exact p and net answers
-    against the base, each control's net, and the success rates (verify.json "answers")."""
-    return {
-        key: {
-            "rescues": block["paired"]["patched"]["rescues"],
-            "regressions": block["paired"]["patched"]["regressions"],
-            "mcnemar_p": block["paired"]["patched"]["mcnemar_p"],
-            "net": net(block["paired"]["patched"]),
-            "controls_net": [net(paired) for paired in block["paired_controls"]],
-            "base_accuracy": block["base"]["accuracy"],
-            "patched_accuracy": block["patched"]["accuracy"],
-            "pairs": block["paired"]["patched"]["pairs"],
+@dataclass(frozen=True)
+class Decision:
+    """The acceptance decision from the verified arms alone: every check by name, the routes
+    (which checks each holds; budgets gate both), the routes met, and what the verdict reads
+    (verify.json's fields of those names)."""
+
+    checks: dict[str, bool]
+    routes: dict[str, tuple[str, ...]]  # "budgets" / "answers" / "loops" -> check names
+    routes_passed: tuple[str, ...]  # "answers" / "loops"
+    answers_judged_at: float  # the temperature the answers route was judged at
+    temperature: float  # the primary temperature
+    by_temperature: dict[str, TemperatureResult]  # `temperature_key` -> the verified arms
+    perplexity: dict[str, float] | None  # `GeneralAbility.of` (None: not measured)
+    kl: float  # nats/token on normal text
+    touched_fraction: float
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.routes_passed)
+
+    @property
+    def primary(self) -> TemperatureResult:
+        return self.by_temperature[temperature_key(self.temperature)]
+
+    @property
+    def answers(self) -> dict[str, AnswersAt]:
+        """Per verified temperature: the patch's answers against the base."""
+        return {key: AnswersAt.of(block) for key, block in self.by_temperature.items()}
+
+    def to_json(self) -> dict[str, object]:
+        primary = self.primary
+        return {
+            "accepted": self.accepted,
+            "stopped_at": None,
+            "routes_passed": list(self.routes_passed),
+            "answers_judged_at": self.answers_judged_at,
+            "checks": self.checks,
+            "routes": {route: list(names) for route, names in self.routes.items()},
+            "temperature": self.temperature,
+            "n": primary.base.n,
+            **{arm: result.to_json() for arm, result in primary.arms.items()},
+            "by_temperature": {key: b.to_json() for key, b in self.by_temperature.items()},
+            "answers": {key: answers.to_json() for key, answers in self.answers.items()},
+            "perplexity": self.perplexity,
+            "kl": self.kl,
+            "rescues": primary.paired.rescues,
+            "regressions": primary.paired.regressions,
+            "mcnemar_p": primary.paired.mcnemar_p,
+            "touched_fraction": self.touched_fraction,
         }
-        for key, block in by_temperature.items()
-    }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        return cls(
+            checks=data["checks"],
+            routes={route: tuple(names) for route, names in data["routes"].items()},
+            routes_passed=tuple(data["routes_passed"]),
+            answers_judged_at=data["answers_judged_at"],
+            temperature=data["temperature"],
+            by_temperature={
+                key: TemperatureResult.from_json(block)
+                for key, block in data["by_temperature"].items()
+            },
+            perplexity=data["perplexity"],
+            kl=data["kl"],
+            touched_fraction=data["touched_fraction"],
+        )
 
 
 def judge(
-    label: str,
-    by_temperature: dict[str, dict[str, Any]],
-    causal: dict[str, Any] | None,
+    by_temperature: dict[str, TemperatureResult],
+    causal: CausalResult | None,
     kl: float,
     touched: float,
     perplexity: dict[str, float] | None,
     config: RepairConfig,
-) -> dict[str, Any]:
-    """The decision from the verified arms alone: checks by route, the routes met, answers per
-    temperature and the verdict (verify.json's fields of those names)."""
+) -> Decision:
+    """The decision from the verified arms alone: checks by route and the routes met."""
     primary = by_temperature[temperature_key(config.temperature)]
     greedy = by_temperature.get(temperature_key(0.0))
     ratio = None if perplexity is None else perplexity["ratio"]
     budgets = budget_checks(kl, touched, ratio, config)
     loops = loops_checks(primary, greedy, causal, config)
     answers, answers_at = answers_checks(by_temperature, config)
-    routes = [
+    routes = tuple(
         name
         for name, checks in (("answers", answers), ("loops", loops))
         if all(checks.values()) and all(budgets.values())
-    ]
-    paired = primary["paired"]["patched"]
-    result = {
-        "accepted": bool(routes),
-        "stopped_at": None,
-        "routes_passed": routes,
-        "answers_judged_at": float(answers_at),
-        "checks": {**budgets, **answers, **loops},
-        "routes": {"budgets": list(budgets), "answers": list(answers), "loops": list(loops)},
-        "temperature": config.temperature,
-        "n": primary["base"]["n"],
-        "base": primary["base"],
-        "patched": primary["patched"],
-        "random_control": primary["random_control"],
-        "by_temperature": by_temperature,
-        "answers": answers_by_temperature(by_temperature),
-        "perplexity": perplexity,
-        "kl": kl,
-        "rescues": paired["rescues"],
-        "regressions": paired["regressions"],
-        "mcnemar_p": paired["mcnemar_p"],
-        "touched_fraction": touched,
-    }
-    result["verdict"] = verdict(label, result, config)
-    return result
-
-
-def decide(
-    model: PreTrainedModel,
-    chosen: Candidate,
-    proxy: ProxyScore,
-    control: Candidate,
-    scorer: Scorer,
-    by_temperature: dict[str, dict[str, Any]],
-    causal: dict[str, Any],
-    config: RepairConfig,
-    perplexity: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    patch = build_patch(model, chosen.requests)
-    control_proxy = scorer.score(build_patch(model, control.requests))
-    result = judge(
-        chosen.label(),
-        by_temperature,
-        causal,
-        proxy.kl,
-        patch.touched_fraction,
-        perplexity,
-        config,
     )
-    return {
-        **result,
-        "control_kl": control_proxy.kl,
-        "candidate": {
-            **chosen.to_dict(),
-            "label": chosen.label(),
-            "proxy": proxy.to_dict(),
-            "edit_norm": edit_norm(model, chosen.requests),
-        },
-        "control": {
-            **control.to_dict(),
-            "proxy": control_proxy.to_dict(),
-            "edit_norm": edit_norm(model, control.requests),
-        },
-        "causal": causal,
-    }
+    return Decision(
+        checks={**budgets, **answers, **loops},
+        routes={"budgets": tuple(budgets), "answers": tuple(answers), "loops": tuple(loops)},
+        routes_passed=routes,
+        answers_judged_at=float(answers_at),
+        temperature=config.temperature,
+        by_temperature=by_temperature,
+        perplexity=perplexity,
+        kl=kl,
+        touched_fraction=touched,
+    )

@@ -25,9 +25,9 @@ import torch
 from loopfix.models import architecture_for, write_matrix
 from loopfix.patch import EditSite
 from loopfix.patch.edit import write_strength
-from loopfix.patch.sites import site_module
+from loopfix.patch.sites import SiteKind, site_module
 from loopfix.repair.batches import ProbeBatch
-from loopfix.repair.candidates import Candidate, candidate
+from loopfix.repair.candidates import Candidate, SearchRecord, candidate
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.hooks import hooked
@@ -149,45 +149,64 @@ class LinearProxy:
         )
 
 
+@dataclass(frozen=True)
+class _FirstOrder:
+    """One (site, layer, k) edit's first-order proxy per unit alpha."""
+
+    site: SiteKind
+    layer: int
+    k: int
+    d_rep: float
+    d_prod: float
+
+    @property
+    def selectivity(self) -> float:
+        return self.d_prod - self.d_rep
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "site": self.site,
+            "layer": self.layer,
+            "k": self.k,
+            "d_rep": self.d_rep,
+            "d_prod": self.d_prod,
+            "selectivity": self.selectivity,
+        }
+
+
 def linear_candidates(
     model: PreTrainedModel,
     directions: torch.Tensor,
     proxy: LinearProxy,
     config: RepairConfig,
     budget: float,
-) -> tuple[list[Candidate], dict[str, Any]]:
+) -> tuple[list[Candidate], SearchRecord]:
     """`search="linear"`: every (site, layer, k) ranked by first-order selectivity per unit
     alpha; screened: the `verify_top` best and the two-layer edit of the best one's layer with
     the next best layer of the same site and k (the source case's shape), each at every alpha
     (to first order the proxy is linear in alpha and the KL has no first-order term, so only
     generation can choose the strength), within `budget` touched weights. Best first."""
-    rows: list[dict[str, Any]] = []
-    for site in proxy.strengths:
-        if site.kind not in config.sites:
-            continue
-        for k in config.ks:
-            d_rep, d_prod = proxy.score(site, k, 1.0)
-            rows.append(
-                {"site": site.kind, "layer": site.layer, "k": k, "d_rep": d_rep, "d_prod": d_prod}
-            )
-    rows.sort(key=lambda row: row["d_rep"] - row["d_prod"])
-    structures: list[tuple[Any, tuple[int, ...], int]] = [
-        (row["site"], (row["layer"],), row["k"]) for row in rows[: config.verify_top]
+    rows = [
+        _FirstOrder(site.kind, site.layer, k, *proxy.score(site, k, 1.0))
+        for site in proxy.strengths
+        if site.kind in config.sites
+        for k in config.ks
+    ]
+    rows.sort(key=lambda row: -row.selectivity)
+    structures: list[tuple[SiteKind, tuple[int, ...], int]] = [
+        (row.site, (row.layer,), row.k) for row in rows[: config.verify_top]
     ]
     best = rows[0]
     second = next(
         (
             row
             for row in rows[1:]
-            if (row["site"], row["k"]) == (best["site"], best["k"])
-            and row["layer"] != best["layer"]
+            if (row.site, row.k) == (best.site, best.k) and row.layer != best.layer
         ),
         None,
     )
     if second is not None:
-        structures.append(
-            (best["site"], tuple(sorted((best["layer"], second["layer"]))), best["k"])
-        )
+        structures.append((best.site, tuple(sorted((best.layer, second.layer))), best.k))
     screened = [
         edit
         for kind, layers, k in structures
@@ -201,9 +220,4 @@ def linear_candidates(
             f"{config.max_touched_fraction:g} of the weights: lower --ks or raise "
             "--max-touched-fraction"
         )
-    record = {
-        "method": "linear",
-        "candidates": len(rows),
-        "top": [{**row, "selectivity": row["d_prod"] - row["d_rep"]} for row in rows[:10]],
-    }
-    return screened, record
+    return screened, SearchRecord("linear", len(rows), tuple(row.to_json() for row in rows[:10]))

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -40,11 +41,18 @@ from loopfix.models.modules import num_layers, residual_width
 from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.patch.edit import write_strength
 from loopfix.patch.sites import site_module
+from loopfix.repair.arms import ScreenRow
 from loopfix.repair.batches import branch_batches, walk_batches
-from loopfix.repair.candidates import Candidate, candidate_grid, norm_matched_control
+from loopfix.repair.candidates import (
+    Candidate,
+    SearchRecord,
+    candidate_grid,
+    edit_norm,
+    norm_matched_control,
+)
 from loopfix.repair.causal import causal_check
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.decide import decide
+from loopfix.repair.decide import judge
 from loopfix.repair.directions import (
     LayerDirections,
     layer_directions,
@@ -56,24 +64,42 @@ from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.perplexity import general_ability
 from loopfix.repair.probe import ClassMeans, class_means, projections
 from loopfix.repair.report import render_report
-from loopfix.repair.result import ARMS, RepairResult
+from loopfix.repair.result import RepairResult, ScoredEdit, Timing, Verified
 from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources import BranchPair, RepairSource, source_for
 from loopfix.repair.sources.base import SourceInputs
-from loopfix.repair.verdict import screening_verdict
+from loopfix.repair.verdict import screening_verdict, verdict
 from loopfix.repair.verification import Verifier
 from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["find_directions", "rank_candidates", "run_repair"]
+__all__ = ["SiteContribution", "find_directions", "rank_candidates", "run_repair"]
+
+
+@dataclass(frozen=True)
+class SiteContribution:
+    """How much of the mean difference along u an edit site writes, and how much of that its
+    eight strongest columns write."""
+
+    site: EditSite
+    writes_along_u: float
+    share_of_top8_columns: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "layer": self.site.layer,
+            "site": self.site.kind,
+            "writes_along_u": self.writes_along_u,
+            "share_of_top8_columns": self.share_of_top8_columns,
+        }
 
 
 def find_directions(
     model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig, pad_id: int
-) -> tuple[LayerDirections, list[dict[str, Any]]]:
+) -> tuple[LayerDirections, list[SiteContribution]]:
     """Per-layer directions, and per edit site how much of the mean difference along u it
     writes (its inputs' mean difference times each column's u^T W, summed)."""
     sites = [EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites]
@@ -94,23 +120,16 @@ def site_contributions(
     means: dict[str, ClassMeans],
     unit: torch.Tensor,
     sites: list[EditSite],
-) -> list[dict[str, Any]]:
+) -> list[SiteContribution]:
     rows = []
     for site in sites:
         write = write_matrix(site_module(model, site), architecture_for(model).orientation)
         strength = write_strength(write, unit[site.layer])
         delta = means["repetitive"].site_inputs[site] - means["productive"].site_inputs[site]
         per_column = delta * strength
+        top8 = per_column.abs().topk(min(8, per_column.numel())).values.sum()
         rows.append(
-            {
-                "layer": site.layer,
-                "site": site.kind,
-                "writes_along_u": float(per_column.sum()),
-                "share_of_top8_columns": float(
-                    per_column.abs().topk(min(8, per_column.numel())).values.sum()
-                    / per_column.abs().sum()
-                ),
-            }
+            SiteContribution(site, float(per_column.sum()), float(top8 / per_column.abs().sum()))
         )
     return rows
 
@@ -134,7 +153,7 @@ def _search(
     scorer: Callable[[], Scorer],
     proxy: Callable[[], LinearProxy],
     config: RepairConfig,
-) -> tuple[list[Candidate], dict[str, Any]]:
+) -> tuple[list[Candidate], SearchRecord]:
     """The candidates screened by generation, best first, and what the search saw: the one
     place where `config.search` picks the grid, the optuna search or the first-order ranking
     (`proxy` measures the latter's gradients, only when it runs)."""
@@ -162,11 +181,8 @@ def _search(
         ranked = rank_candidates(
             [(c, scorer().score(build_patch(model, c.requests))) for c in grid], config.max_kl
         )
-    record = {
-        "method": config.search,
-        "candidates": len(ranked),
-        "top": [{**c.to_dict(), **s.to_dict()} for c, s in ranked[:10]],
-    }
+    top = tuple(c.shape.to_json() | s.to_dict() for c, s in ranked[:10])
+    record = SearchRecord(config.search, len(ranked), top)
     return [c for c, _ in ranked[: config.verify_top]], record
 
 
@@ -220,7 +236,7 @@ def run_repair(
             lambda: LinearProxy.measure(model, rep, prod, directions.vectors, sites),
             config,
         )
-    report(f"search ({search['method']}): {len(screened)} to screen, first {screened[0].label()}")
+    report(f"search ({search.method}): {len(screened)} to screen, first {screened[0].label()}")
     controls = [
         random_directions(len(decoder_layers(model)), residual_width(model), seed)
         for seed in range(config.control_seed, config.control_seed + config.control_seeds)
@@ -250,38 +266,57 @@ def run_repair(
             controls[0],
             config,
         )
-    report(f"causal check: {json.dumps(causal['summary'])}")
+    report(f"causal check: {json.dumps(causal.to_json()['summary'])}")
     with clock.stage("verify"):
         control_edits = [norm_matched_control(model, chosen, c) for c in controls]
         verification = verifier.full(chosen, control_edits)
     with clock.stage("perplexity"):
         perplexity = None if ability is None else ability.of(chosen.requests)
     with clock.stage("score"):  # the exact proxy and KL of the chosen edit and its control
-        result = decide(
-            model,
-            chosen,
-            scorer().score(build_patch(model, chosen.requests)),
-            control_edits[0],
-            scorer(),
+        candidate = _scored(model, chosen, scorer())
+        control = _scored(model, control_edits[0], scorer())
+        assert candidate.proxy is not None and control.proxy is not None
+        decision = judge(
             verification,
             causal,
-            config,
+            candidate.proxy.kl,
+            build_patch(model, chosen.requests).touched_fraction,
             perplexity,
+            config,
         )
-    result.update(
+    layers = {"layers": directions.to_dict(), "sites": [c.to_json() for c in contributions]}
+    verified = Verified(decision, control, control.proxy.kl, causal, layers)
+    result = RepairResult(
         model=model_spec,
-        branches=inputs.description,
-        directions={"layers": directions.to_dict(), "sites": contributions},
+        verdict=verdict(chosen.label(), decision, config),
+        temperature=decision.temperature,
+        n=decision.primary.base.n,
+        touched_fraction=decision.touched_fraction,
+        candidate=candidate,
+        source=inputs.description,
         search=search,
-        screening=screening,
+        screening=tuple(screening),
         config=config.model_dump(mode="json"),
+        verified=verified,
+        patch=None,
+        timing=Timing.of(clock),
+        folder=out,
     )
     with clock.stage("write"):
-        _write(model, model_spec, chosen, result, directions, out)
-    result["timing"] = clock.to_dict()
-    write_json_atomic(out / "verify.json", result)
-    write_text_atomic(out / "report.md", render_report(result))
-    return RepairResult.from_verify(result, out)
+        result = replace(result, patch=_write(model, model_spec, chosen, result, directions, out))
+    return _written(replace(result, timing=Timing.of(clock)))
+
+
+def _scored(model: PreTrainedModel, edit: Candidate, scorer: Scorer) -> ScoredEdit:
+    return ScoredEdit(
+        edit.shape, scorer.score(build_patch(model, edit.requests)), edit_norm(model, edit.requests)
+    )
+
+
+def _written(result: RepairResult) -> RepairResult:
+    write_json_atomic(result.verify_json, result.to_json())
+    write_text_atomic(result.report, render_report(result))
+    return result
 
 
 def _stopped(
@@ -290,52 +325,47 @@ def _stopped(
     chosen: Candidate,
     best: int,
     reasons: list[str],
-    screening: list[dict[str, Any]],
+    screening: list[ScreenRow],
     inputs: SourceInputs,
-    search: dict[str, Any],
+    search: SearchRecord,
     config: RepairConfig,
     out: Path,
     clock: StageClock,
 ) -> RepairResult:
     """verify.json and report.md of a repair stopped at screening: the reasons, the screening
     table, no verified arm and no patch."""
-    result = {
-        "model": model_spec,
-        "accepted": False,
-        "stopped_at": "screen",
-        "verdict": screening_verdict(screening, best, reasons, config),
-        "checks": {},
-        "temperature": config.temperature,
-        "n": screening[0]["n"],
-        **{arm: None for arm in ARMS},
-        "by_temperature": {},
-        "answers": {},
-        "routes_passed": [],
-        "kl": None,
-        "touched_fraction": build_patch(model, chosen.requests).touched_fraction,
-        "candidate": {**chosen.to_dict(), "label": chosen.label()},
-        "branches": inputs.description,
-        "search": search,
-        "screening": screening,
-        "config": config.model_dump(mode="json"),
-        "patch": None,
-        "timing": clock.to_dict(),
-    }
-    write_json_atomic(out / "verify.json", result)
-    write_text_atomic(out / "report.md", render_report(result))
-    return RepairResult.from_verify(result, out)
+    return _written(
+        RepairResult(
+            model=model_spec,
+            verdict=screening_verdict(screening, best, reasons, config),
+            temperature=config.temperature,
+            n=screening[0].compared.arm.n,
+            touched_fraction=build_patch(model, chosen.requests).touched_fraction,
+            candidate=ScoredEdit(chosen.shape),
+            source=inputs.description,
+            search=search,
+            screening=tuple(screening),
+            config=config.model_dump(mode="json"),
+            verified=None,
+            patch=None,
+            timing=Timing.of(clock),
+            folder=out,
+        )
+    )
 
 
 def _write(
     model: PreTrainedModel,
     model_spec: str,
     chosen: Candidate,
-    result: dict[str, Any],
+    result: RepairResult,
     directions: LayerDirections,
     out: Path,
-) -> None:
+) -> Path:
+    """The patch (OUT, or OUT/rejected_candidate when rejected) with the numbers behind it."""
+    verified = result.to_json()
     metrics = {
-        key: result[key]
+        key: verified[key]
         for key in (
             "accepted",
             "kl",
@@ -348,14 +378,14 @@ def _write(
         )
     }
     provenance = {
-        "method": result["branches"]["method"],
-        "candidate": chosen.to_dict(),
+        "method": result.source.method,
+        "candidate": chosen.shape.to_json(),
         "separations": [directions.separations[layer] for layer in chosen.layers],
-        "config": result["config"],
+        "config": result.config,
     }
     patch = build_patch(
         model, chosen.requests, model_id=model_spec, metrics=metrics, provenance=provenance
     )
-    folder = Path(out) if result["accepted"] else Path(out) / "rejected_candidate"
+    folder = Path(out) if result.accepted else Path(out) / "rejected_candidate"
     save_patch(patch, folder)
-    result["patch"] = str(folder / "patch.json")
+    return folder / "patch.json"

@@ -1,138 +1,145 @@
-"""report.md: the repair's outcome for a person, from the verify.json data."""
+"""report.md: the repair's outcome for a person, from its `RepairResult`."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from loopfix.repair.candidates import row_label
+from loopfix.repair.arms import ArmResult, ScreenRow
+from loopfix.repair.decide import Decision
+from loopfix.repair.result import RepairResult, Verified
+from loopfix.repair.sources.description import Branches, RecordsBranches
 
 __all__ = ["render_report"]
-
-_ARMS = ("base", "patched", "random_control")
 
 
 def _percent(rate: float | None) -> str:
     return "n/a" if rate is None else f"{rate:.1%}"
 
 
-def _row(temperature: str, arm: str, data: dict[str, Any]) -> str:
-    went = ", ".join(f"{k} {v}" for k, v in data["outcomes"].items() if v)
+def _row(temperature: str, arm: str, data: ArmResult) -> str:
+    went = ", ".join(f"{k} {v}" for k, v in data.outcomes.items() if v)
     return (
-        f"| {temperature} | {arm} | {_percent(data['loop_rate'])} | "
-        f"{_percent(data['accuracy'])} | {_percent(data['cut_rate'])} | "
-        f"{data['mean_length']:.1f} | {went} |"
+        f"| {temperature} | {arm} | {_percent(data.loop_rate)} | "
+        f"{_percent(data.accuracy)} | {_percent(data.cut_rate)} | "
+        f"{data.mean_length:.1f} | {went} |"
     )
 
 
-def _branches(branches: dict[str, Any]) -> list[str]:
+def _branches(branches: Branches) -> list[str]:
     """What a records source built its branches from (the testbed's come from its teacher)."""
-    if "records" not in branches:
-        return [f"Branches: {branches['method']}.", ""]
-    train, heldout = branches["train"], branches["heldout"]
+    if not isinstance(branches, RecordsBranches):
+        return [f"Branches: {branches.method}.", ""]
+    train, heldout = branches.train, branches.heldout
     return [
-        f"Branches from {branches['records']} (source {branches['source']}: "
-        f"{branches['method']}): prompts {branches['prompts']}; training pairs {train['pairs']} of "
-        f"{train['looping_samples']} looping samples (dropped {train['dropped']}), held-out "
-        f"pairs {heldout['pairs']} of {heldout['looping_samples']} (dropped "
-        f"{heldout['dropped']}); KL on {branches['normal']} {branches['normal_source']}.",
+        f"Branches from {branches.records} (source {branches.source}: "
+        f"{branches.method}): prompts {branches.prompts}; training pairs {train.pairs} of "
+        f"{train.looping_samples} looping samples (dropped {train.dropped}), held-out "
+        f"pairs {heldout.pairs} of {heldout.looping_samples} (dropped "
+        f"{heldout.dropped}); KL on {branches.normal} {branches.normal_source}.",
         "",
     ]
 
 
-def _screening(rows: list[dict[str, Any]], chosen: str) -> list[str]:
+def _screening(rows: tuple[ScreenRow, ...], chosen: str) -> list[str]:
     """The screened candidates as the pick saw them (`Verifier.screen`)."""
     lines = [
-        f"Screening ({rows[0]['n']} prompts, not the verification's): the pick removes the most "
-        "loops net within the perplexity budget and without a significant fall in success.",
+        f"Screening ({rows[0].compared.arm.n} prompts, not the verification's): the pick removes "
+        "the most loops net within the perplexity budget and without a significant fall in "
+        "success.",
         "",
         "| candidate | loop rate | loops removed / added | rescues / regressions | perplexity |",
         "|---|---:|---:|---:|---:|",
     ]
     for row in rows:
-        label = row_label(row)
-        ratio = row.get("perplexity_ratio")
+        label, ratio, paired = row.shape.label(), row.perplexity_ratio, row.compared.paired
         lines.append(
             f"| {'**' + label + '**' if label == chosen else label} | "
-            f"{_percent(row['loop_rate'])} | {row['loops_removed']} / {row['loops_added']} | "
-            f"{row['rescues']} / {row['regressions']} | "
+            f"{_percent(row.compared.arm.loop_rate)} | {paired.loops_removed} / "
+            f"{paired.loops_added} | {paired.rescues} / {paired.regressions} | "
             f"{'n/a' if ratio is None else f'{ratio - 1:+.2%}'} |"
         )
     return [*lines, ""]
 
 
-def _checks(result: dict[str, Any]) -> list[str]:
+def _checks(decision: Decision) -> list[str]:
     """The checks grouped by route (`decide.py`): budgets apply to both."""
-    checks = result["checks"]
+    checks = decision.checks
     return [
         f"Checks, {route}: "
         + ", ".join(f"{name} {'yes' if checks[name] else 'NO'}" for name in names)
-        for route, names in result["routes"].items()
+        for route, names in decision.routes.items()
     ]
 
 
-def _answers(result: dict[str, Any]) -> list[str]:
+def _answers(decision: Decision) -> list[str]:
     lines = ["Answers against the base (paired on the same prompts and sampler seed):", ""]
-    for temperature, row in result["answers"].items():
+    for temperature, row in decision.answers.items():
+        paired = row.paired
         lines.append(
-            f"- T={temperature}: success {_percent(row['base_accuracy'])} -> "
-            f"{_percent(row['patched_accuracy'])}; {row['rescues']} recovered, "
-            f"{row['regressions']} lost (net {row['net']:+d}, McNemar p {row['mcnemar_p']:.3g}); "
-            f"random controls net {', '.join(f'{n:+d}' for n in row['controls_net'])}"
+            f"- T={temperature}: success {_percent(row.base_accuracy)} -> "
+            f"{_percent(row.patched_accuracy)}; {paired.rescues} recovered, "
+            f"{paired.regressions} lost (net {paired.net:+d}, McNemar p {paired.mcnemar_p:.3g}); "
+            f"random controls net {', '.join(f'{n:+d}' for n in row.controls_net)}"
         )
     return [*lines, ""]
 
 
-def render_report(result: dict[str, Any]) -> str:
-    candidate = result["candidate"]
-    head = [f"# loopfix repair: {result['model']}", "", f"**{result['verdict']}**", ""]
-    if result["stopped_at"] is not None:
+def _verified(result: RepairResult, verified: Verified) -> list[str]:
+    candidate, decision, causal = result.candidate, verified.decision, verified.causal
+    label = candidate.shape.label()
+    assert candidate.proxy is not None  # a verified candidate was scored
+    lines = [
+        f"Candidate: {label} (proxy d_rep {candidate.proxy.d_rep:+.3f}, "
+        f"d_prod {candidate.proxy.d_prod:+.3f} nats/token, KL {decision.kl:.4f}); "
+        f"touched {decision.touched_fraction:.4%} of the weights. Control: a norm-matched random "
+        f"direction (alpha {verified.control.shape.alpha:.2f}, KL {verified.control_kl:.4f}).",
+        "",
+        *_branches(result.source),
+        f"| T | arm | loop rate | success | cut rate | mean length | where the "
+        f"{result.source.unit} went |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for temperature, block in decision.by_temperature.items():
+        lines += [_row(temperature, arm, data) for arm, data in block.arms.items()]
+    lines += ["", *_answers(decision), *_screening(result.screening, label)]
+    lines += ["Paired with the base (same prompts, same sampler seed):", ""]
+    for temperature, block in decision.by_temperature.items():
+        for arm, paired in (
+            ("patched", block.paired),
+            ("random_control", block.paired_controls[0]),
+        ):
+            lines.append(
+                f"- T={temperature} {arm}: rescues {paired.rescues}, regressions "
+                f"{paired.regressions} (McNemar p {paired.mcnemar_p:.3g}); loops removed "
+                f"{paired.loops_removed}, added {paired.loops_added} (p "
+                f"{paired.loop_mcnemar_p:.3g}); base loops went to "
+                f"{paired.base_loops_went_to}"
+            )
+    doses = "; ".join(
+        f"strength {dose.strength:g}: {dose.direction.arm.loops:.1%} (random direction "
+        f"{dose.random.arm.loops:.1%})"
+        for dose in causal.doses
+    )
+    return [
+        *lines,
+        "",
+        f"Activation-level check (the {causal.site} outputs of layers {list(causal.layers)} "
+        f"edited along u while generating, T={causal.temperature:g}): "
+        f"base loops {causal.base.loops:.1%}; {doses}.",
+        "",
+        *_checks(decision),
+        "",
+    ]
+
+
+def render_report(result: RepairResult) -> str:
+    head = [f"# loopfix repair: {result.model}", "", f"**{result.verdict}**", ""]
+    if result.verified is None:
         return "\n".join(
             [
                 *head,
-                *_branches(result["branches"]),
-                *_screening(result["screening"], candidate["label"]),
+                *_branches(result.source),
+                *_screening(result.screening, result.candidate.shape.label()),
                 "Nothing was verified: the screening's best candidate cannot be accepted.",
                 "",
             ]
         )
-    lines = [
-        *head,
-        f"Candidate: {candidate['label']} (proxy d_rep {candidate['proxy']['d_rep']:+.3f}, "
-        f"d_prod {candidate['proxy']['d_prod']:+.3f} nats/token, KL {result['kl']:.4f}); "
-        f"touched {result['touched_fraction']:.4%} of the weights. Control: a norm-matched random "
-        f"direction (alpha {result['control']['alpha']:.2f}, KL {result['control_kl']:.4f}).",
-        "",
-        *_branches(result["branches"]),
-        f"| T | arm | loop rate | success | cut rate | mean length | where the "
-        f"{result['branches']['unit']} went |",
-        "|---:|---|---:|---:|---:|---:|---|",
-    ]
-    for temperature, block in result["by_temperature"].items():
-        lines += [_row(temperature, arm, block[arm]) for arm in _ARMS]
-    lines += ["", *_answers(result), *_screening(result["screening"], candidate["label"])]
-    lines += ["Paired with the base (same prompts, same sampler seed):", ""]
-    for temperature, block in result["by_temperature"].items():
-        for arm, paired in block["paired"].items():
-            lines.append(
-                f"- T={temperature} {arm}: rescues {paired['rescues']}, regressions "
-                f"{paired['regressions']} (McNemar p {paired['mcnemar_p']:.3g}); loops removed "
-                f"{paired['loops_removed']}, added {paired['loops_added']} (p "
-                f"{paired['loop_mcnemar_p']:.3g}); base loops went to "
-                f"{paired['base_loops_went_to']}"
-            )
-    causal = result["causal"]["summary"]
-    doses = "; ".join(
-        f"strength {strength}: {rates['direction']:.1%} (random direction {rates['random']:.1%})"
-        for strength, rates in causal["by_strength"].items()
-    )
-    lines += [
-        "",
-        f"Activation-level check (the {result['causal']['site']} outputs of layers "
-        f"{result['causal']['layers']} edited along u while generating, "
-        f"T={result['causal']['temperature']:g}): "
-        f"base loops {causal['base_loop_rate']:.1%}; {doses}.",
-        "",
-        *_checks(result),
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*head, *_verified(result, result.verified)])

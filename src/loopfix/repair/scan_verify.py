@@ -24,15 +24,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopfix.backends.hf import HFBackend
 from loopfix.progress import line_progress
 from loopfix.records import Sample, read_samples
+from loopfix.repair.arms import ArmResult, BasePairing
 from loopfix.repair.config import RepairConfig
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.compare import compare_samples
-from loopfix.scan.stats import mcnemar_exact
 from loopfix.scan.summary import is_loop, setting_summary
 from loopfix.suites import SuiteItem
 
@@ -59,16 +59,10 @@ class ScanOutcomes:
     samples: tuple[Sample, ...]
     folder: Path
 
-    def summary(self) -> dict[str, Any]:
-        stats = setting_summary(list(self.samples)).to_json()
-        return {
-            **{
-                key: stats[key]
-                for key in ("n", "loop_rate", "cut_rate", "accuracy", "mean_length", "outcomes")
-            },
-            "finish_reasons": dict(Counter(s.finish_reason for s in self.samples)),
-            "records": str(self.folder / "records.jsonl"),
-        }
+    def summary(self) -> ArmResult:
+        return ArmResult.of(
+            setting_summary(list(self.samples)), self.samples, self.folder / "records.jsonl"
+        )
 
 
 def _slug(label: str) -> str:
@@ -131,22 +125,12 @@ class ScanPrompts:
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
     @staticmethod
-    def compare(base: ScanOutcomes, other: ScanOutcomes) -> dict[str, Any]:
-        overall = compare_samples(list(base.samples), list(other.samples)).overall
-        paired = overall.to_json()
+    def compare(base: ScanOutcomes, other: ScanOutcomes) -> BasePairing:
+        paired = compare_samples(list(base.samples), list(other.samples)).overall
         arm = {(s.prompt_id, s.sample_index): s for s in other.samples}
         went = Counter(
             arm[s.prompt_id, s.sample_index].meta["outcome"]
             for s in base.samples
             if is_loop(s) and (s.prompt_id, s.sample_index) in arm
         )
-        return {
-            "pairs": paired["pairs"],
-            "rescues": paired["rescues"],
-            "regressions": paired["regressions"],
-            "mcnemar_p": paired["mcnemar_p"],
-            "loops_removed": paired["loops_removed"],
-            "loops_added": paired["loops_added"],
-            "loop_mcnemar_p": mcnemar_exact(overall.loops_removed, overall.loops_added),
-            "base_loops_went_to": dict(went),
-        }
+        return BasePairing.of(paired, dict(went))

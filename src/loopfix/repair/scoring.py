@@ -9,7 +9,7 @@ Forward passes start at the first edited layer from cached inputs (`PrefixCache`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,10 @@ class ProxyScore:
             "kl": self.kl,
             "selectivity": self.selectivity,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, float]) -> ProxyScore:
+        return cls(data["d_rep"], data["d_prod"], data["kl"])
 
 
 def _target_logprob(logprobs: list[torch.Tensor], batches: Sequence[ProbeBatch]) -> float:

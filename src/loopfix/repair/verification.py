@@ -13,21 +13,21 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from loopfix.patch import build_patch, patched
+from loopfix.repair.arms import ArmResult, BasePairing, ComparedArm, ScreenRow, TemperatureResult
 from loopfix.repair.candidates import Candidate
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.perplexity import GeneralAbility
-from loopfix.scan.stats import student_t_quantile
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from loopfix.patch import Patch
 
-__all__ = ["PromptSets", "Verifier", "reduction_interval", "temperature_key"]
+__all__ = ["PromptSets", "Verifier", "temperature_key"]
 
 
 class Summarised(Protocol):
-    def summary(self) -> dict[str, Any]: ...
+    def summary(self) -> ArmResult: ...
 
 
 OutcomesT = TypeVar("OutcomesT", bound=Summarised)
@@ -41,7 +41,7 @@ class PromptSets(Protocol[OutcomesT]):
         arm (for sources that keep their generations), `patch` the patch applied to it."""
         ...
 
-    def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
+    def compare(self, base: OutcomesT, other: OutcomesT) -> BasePairing:
         """Paired with the base: rescues, regressions, loops removed/added with their McNemar
         p-values, and where the base's loops went."""
         ...
@@ -72,8 +72,9 @@ class Verifier(Generic[OutcomesT]):
         with context or nullcontext():
             return self.source.generate(prompts, temperature, label, patch)
 
-    def compare(self, base: OutcomesT, other: OutcomesT) -> dict[str, Any]:
-        return self.source.compare(base, other)
+    def compare(self, base: OutcomesT, other: OutcomesT) -> ComparedArm:
+        """`other`'s numbers and its pairing with `base`."""
+        return ComparedArm(other.summary(), self.source.compare(base, other))
 
     def base(self, prompts: str, temperature: float) -> OutcomesT:
         if (prompts, temperature) not in self._base:
@@ -99,25 +100,18 @@ class Verifier(Generic[OutcomesT]):
             )
         return self._edited[key]
 
-    def screen_row(
-        self, candidate: Candidate, ability: GeneralAbility | None = None
-    ) -> dict[str, Any]:
+    def screen_row(self, candidate: Candidate, ability: GeneralAbility | None = None) -> ScreenRow:
         """One candidate on the screening prompts at the primary temperature, paired with the
         base there, and its perplexity ratio on the plain text (None without `ability`)."""
         temperature = self.config.temperature
         base = self.base("causal", temperature)
         outcomes = self.edited(candidate, temperature, "causal")
         ratio = None if ability is None else ability.of(candidate.requests)["ratio"]
-        return {
-            **candidate.to_dict(),
-            **outcomes.summary(),
-            **self.compare(base, outcomes),
-            "perplexity_ratio": ratio,
-        }
+        return ScreenRow(candidate.shape, self.compare(base, outcomes), ratio)
 
     def screen(
         self, candidates: Sequence[Candidate], ability: GeneralAbility | None = None
-    ) -> tuple[int, list[dict[str, Any]]]:
+    ) -> tuple[int, list[ScreenRow]]:
         """The index of the candidate that removes most loops net at the primary temperature
         among those within the perplexity budget and not losing success significantly (more
         regressions than rescues with McNemar p < `significance`); failing either, the budget
@@ -136,94 +130,62 @@ class Verifier(Generic[OutcomesT]):
         a candidate was picked on (no winner's curse in the reported numbers)."""
         rows = [self.screen_row(candidate, ability) for candidate in candidates]
 
-        def key(row: dict[str, Any]) -> tuple[bool, bool, int]:
+        def key(row: ScreenRow) -> tuple[bool, bool, int]:
             return (
                 not self._over_budget(row),
                 not self._loses_answers(row),
-                row["loops_removed"] - row["loops_added"],
+                row.compared.paired.loops_net,
             )
 
         return max(range(len(rows)), key=lambda i: key(rows[i])), rows
 
-    def _over_budget(self, row: dict[str, Any]) -> bool:
-        ratio = row["perplexity_ratio"]
+    def _over_budget(self, row: ScreenRow) -> bool:
+        ratio = row.perplexity_ratio
         return ratio is not None and ratio > 1 + self.config.max_perplexity_increase
 
-    def _loses_answers(self, row: dict[str, Any]) -> bool:
-        return row["regressions"] > row["rescues"] and row["mcnemar_p"] < self.config.significance
+    def _loses_answers(self, row: ScreenRow) -> bool:
+        paired = row.compared.paired
+        return paired.net < 0 and paired.mcnemar_p < self.config.significance
 
-    def screening_failures(self, row: dict[str, Any]) -> list[str]:
+    def screening_failures(self, row: ScreenRow) -> list[str]:
         """Why the screening's pick cannot pass verification, in words (empty: verify it): over
         the perplexity budget, a significant fall in success, or neither a loop removed nor an
         answer recovered net. The pick is the best of its screening, so every other candidate
         fails at least as badly, and verifying it would spend most of a repair's time (on
         SmolLM2, 9 of 25 minutes) on a known rejection."""
-        reasons = []
-        if self._over_budget(row):
+        reasons, paired = [], row.compared.paired
+        if row.perplexity_ratio is not None and self._over_budget(row):
             reasons.append(
-                f"raises plain-text perplexity {row['perplexity_ratio'] - 1:+.2%} (budget "
+                f"raises plain-text perplexity {row.perplexity_ratio - 1:+.2%} (budget "
                 f"{self.config.max_perplexity_increase:+.0%}), as does every screened candidate"
             )
         if self._loses_answers(row):
             reasons.append(
-                f"loses answers significantly on the screening prompts ({row['rescues']} "
-                f"recovered vs {row['regressions']} lost, p {row['mcnemar_p']:.2g})"
+                f"loses answers significantly on the screening prompts ({paired.rescues} "
+                f"recovered vs {paired.regressions} lost, p {paired.mcnemar_p:.2g})"
             )
-        if row["loops_removed"] <= row["loops_added"] and row["rescues"] <= row["regressions"]:
+        if paired.loops_net <= 0 and paired.net <= 0:
             reasons.append(
                 f"removes no loops and recovers no answers net on the screening prompts (loops "
-                f"{row['loops_removed']} removed / {row['loops_added']} added, answers "
-                f"{row['rescues']} recovered / {row['regressions']} lost)"
+                f"{paired.loops_removed} removed / {paired.loops_added} added, answers "
+                f"{paired.rescues} recovered / {paired.regressions} lost)"
             )
         return reasons
 
-    def full(self, chosen: Candidate, controls: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
+    def full(
+        self, chosen: Candidate, controls: Sequence[Candidate]
+    ) -> dict[str, TemperatureResult]:
         """Base, patched and the controls at every temperature, each arm paired with the base:
         every control at the primary temperature and at T=0 (where the acceptance routes
-        compare them), the first elsewhere (a control arm costs as much as the patched one).
-        "random_control" is the first control (the one the patch's model card names) and
-        "control_interval" summarises the controls' loop-rate reductions."""
+        compare them), the first elsewhere (a control arm costs as much as the patched one)."""
         by_temperature = {}
         for temperature in self.config.temperatures:
             base = self.base("verify", temperature)
-            patched_arm = self.edited(chosen, temperature)
-            # Every control where either acceptance route compares them (the primary
-            # temperature; T=0 for answers), the first elsewhere.
+            patched_arm = self.compare(base, self.edited(chosen, temperature))
             judged = temperature in (self.config.temperature, 0.0)
             arms = controls if judged else controls[:1]
-            control_arms = [self.edited(control, temperature) for control in arms]
-            summaries = [arm.summary() for arm in control_arms]
-            by_temperature[temperature_key(temperature)] = {
-                "base": base.summary(),
-                "patched": patched_arm.summary(),
-                "random_control": summaries[0],
-                "controls": summaries,
-                "control_interval": reduction_interval(
-                    [base.summary()["loop_rate"] - s["loop_rate"] for s in summaries]
-                ),
-                "paired": {
-                    "patched": self.compare(base, patched_arm),
-                    "random_control": self.compare(base, control_arms[0]),
-                },
-                "paired_controls": [self.compare(base, arm) for arm in control_arms],
-            }
+            compared = [self.compare(base, self.edited(c, temperature)) for c in arms]
+            by_temperature[temperature_key(temperature)] = TemperatureResult.of(
+                base.summary(), patched_arm, compared
+            )
         return by_temperature
-
-
-def reduction_interval(reductions: Sequence[float], level: float = 0.95) -> dict[str, Any]:
-    """Mean of the controls' loop-rate reductions with a Student-t interval over seeds (a
-    single control has no interval: low = high = its value)."""
-    count = len(reductions)
-    mean = sum(reductions) / count
-    if count == 1:
-        return {"seeds": 1, "mean": mean, "low": mean, "high": mean, "values": list(reductions)}
-    sd = (sum((r - mean) ** 2 for r in reductions) / (count - 1)) ** 0.5
-    half = student_t_quantile(0.5 + level / 2, count - 1) * sd / count**0.5
-    return {
-        "seeds": count,
-        "mean": mean,
-        "low": mean - half,
-        "high": mean + half,
-        "level": level,
-        "values": list(reductions),
-    }

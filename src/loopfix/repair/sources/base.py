@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loopfix.lab.stargraph import BACK_ID
 from loopfix.repair.config import RepairConfig
+from loopfix.repair.sources.description import Branches
 from loopfix.scan import ScanConfig
 from loopfix.stages import StageClock
 from loopfix.suites import SuiteItem
@@ -70,7 +71,7 @@ class SourceInputs:
     pad_id: int
     prompt_sets: dict[str, list[SuiteItem]]  # "causal" (screening) and "verify" (the numbers)
     scan: ScanConfig  # how the verification scans render and decode those prompts
-    description: dict[str, Any]  # verify.json "branches": what was built from what, and counts
+    description: Branches  # verify.json "branches": what was built from what, and counts
 
 
 class RepairSource(Protocol):

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopfix.records import Sample
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
+from loopfix.repair.sources.description import PairCounts
 from loopfix.repair.sources.loops import MIN_BRANCH_TOKENS, eos_ids
 from loopfix.repair.sources.records import PairRequest, RecordsSource
 from loopfix.scan.summary import is_loop
@@ -52,7 +53,7 @@ class OutcomeSource(RecordsSource):
         tokenizer: PreTrainedTokenizerBase,
         request: PairRequest,
         config: RepairConfig,
-    ) -> tuple[list[BranchPair], dict[str, Any]]:
+    ) -> tuple[list[BranchPair], PairCounts]:
         eos = eos_ids(model, tokenizer)
         wanted = set(request.prompt_ids)
         looping: dict[str, list[Sample]] = defaultdict(list)
@@ -93,9 +94,7 @@ class OutcomeSource(RecordsSource):
                         skip=0,
                     )
                 )
-        counts = {
-            "looping_samples": sum(len(v) for v in looping.values()),
-            "pairs": min(len(pairs), request.count),
-            "dropped": dict(dropped),
-        }
+        counts = PairCounts(
+            sum(len(v) for v in looping.values()), min(len(pairs), request.count), dict(dropped)
+        )
         return pairs[: request.count], counts

@@ -14,11 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
+from loopfix.repair.sources.description import PairCounts, RecordsBranches
 from loopfix.repair.sources.scan_records import ScanRecords, own_scan, read_records
 from loopfix.scan.summary import is_loop
 from loopfix.stages import StageClock
@@ -140,7 +141,7 @@ class RecordsSource(ABC):
         tokenizer: PreTrainedTokenizerBase,
         request: PairRequest,
         config: RepairConfig,
-    ) -> tuple[list[BranchPair], dict[str, Any]]:
+    ) -> tuple[list[BranchPair], PairCounts]:
         """The pairs `request` asks for, and counts: looping samples, pairs, and the samples
         or pairs dropped by reason."""
 
@@ -198,20 +199,6 @@ class RecordsSource(ABC):
                     (p.prefix + p.productive, len(p.prefix)) for p in heldout[: config.kl_walks]
                 ]
                 normal_source = "productive branches of held-out prompts"
-        description: dict[str, Any] = {
-            "source": self.name,
-            "method": self.method,
-            "unit": "samples",
-            "records": str(records.path),
-            "extra_records": [str(extra) for extra in config.extra_records],
-            "scan": records.config.identity(),
-            "prompts": {role: len(ids) for role, ids in roles.items()},
-            "verify_prompts": "fresh suite prompts" if fresh is not None else "held-out records",
-            "train": train_counts,
-            "heldout": heldout_counts,
-            "normal": len(normal),
-            "normal_source": normal_source,
-        }
         if not train or not heldout:
             raise RepairInputError(
                 f"cannot search for a loop direction: too few {self.name} branch pairs "
@@ -228,9 +215,22 @@ class RecordsSource(ABC):
             if fresh is not None
             else [items[i] for i in roles["verify"][: config.prompts]],
         }
-        description["prompts"] = {**description["prompts"], "screening": len(screening)}
+        prompts = {role: len(ids) for role, ids in roles.items()} | {"screening": len(screening)}
         if fresh is not None:
-            description["prompts"]["verify"] = len(fresh)
+            prompts["verify"] = len(fresh)
+        description = RecordsBranches(
+            source=self.name,
+            method=self.method,
+            records=str(records.path),
+            extra_records=tuple(str(extra) for extra in config.extra_records),
+            scan=records.config.identity(),
+            prompts=prompts,
+            verify_prompts="fresh suite prompts" if fresh is not None else "held-out records",
+            train=train_counts,
+            heldout=heldout_counts,
+            normal=len(normal),
+            normal_source=normal_source,
+        )
         pad_id = int(tokenizer.pad_token_id or 0)
         return SourceInputs(
             config, train, heldout, normal, pad_id, prompt_sets, records.config, description

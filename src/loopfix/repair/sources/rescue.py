@@ -17,10 +17,11 @@ variant in `dropped`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
+from loopfix.repair.sources.description import PairCounts
 from loopfix.repair.sources.loops import continue_loops, eos_ids, looping_records, loops_again
 from loopfix.repair.sources.records import PairRequest, RecordsSource
 
@@ -44,7 +45,7 @@ class RescueSource(RecordsSource):
         tokenizer: PreTrainedTokenizerBase,
         request: PairRequest,
         config: RepairConfig,
-    ) -> tuple[list[BranchPair], dict[str, Any]]:
+    ) -> tuple[list[BranchPair], PairCounts]:
         eos = eos_ids(model, tokenizer)
         loops, looping, dropped = looping_records(
             request.records, request.prompt_ids, request.repeats, tokenizer, eos
@@ -84,10 +85,4 @@ class RescueSource(RecordsSource):
                         BranchPair(loop.prefix, loop.repetitive, branch, loop.period, variant)
                     )
                     made[variant] += 1
-        return pairs, {
-            "looping_samples": looping,
-            "pairs": len(pairs),
-            "by_variant": made,
-            "temperatures": variants,
-            "dropped": dict(dropped),
-        }
+        return pairs, PairCounts(looping, len(pairs), dict(dropped), made, variants)

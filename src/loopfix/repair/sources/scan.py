@@ -9,10 +9,11 @@ pair is dropped and counted).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.sources.base import BranchPair
+from loopfix.repair.sources.description import PairCounts
 from loopfix.repair.sources.loops import continue_loops, eos_ids, looping_records, loops_again
 from loopfix.repair.sources.records import PairRequest, RecordsSource
 
@@ -38,7 +39,7 @@ class ScanSource(RecordsSource):
         tokenizer: PreTrainedTokenizerBase,
         request: PairRequest,
         config: RepairConfig,
-    ) -> tuple[list[BranchPair], dict[str, Any]]:
+    ) -> tuple[list[BranchPair], PairCounts]:
         eos = eos_ids(model, tokenizer)
         loops, looping, dropped = looping_records(
             request.records, request.prompt_ids, request.repeats, tokenizer, eos
@@ -68,4 +69,4 @@ class ScanSource(RecordsSource):
             for i, loop in enumerate(loops)
             if i in productive
         ][: request.count]
-        return pairs, {"looping_samples": looping, "pairs": len(pairs), "dropped": dict(dropped)}
+        return pairs, PairCounts(looping, len(pairs), dict(dropped))

@@ -20,6 +20,7 @@ from loopfix.lab.stargraph import BACK_ID, PAD_ID, StarGraph, make_graph, teache
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.sources.base import BranchPair, NormalText, SourceInputs
+from loopfix.repair.sources.description import TestbedBranches
 from loopfix.scan import ScanConfig
 from loopfix.scan.testbed import testbed_config, testbed_suite
 from loopfix.stages import StageClock
@@ -118,14 +119,13 @@ class TestbedSource:
                 task, config.branch_seed + 1, config.heldout_pairs, config.proxy_repeats
             )
             walks = normal_walks(task, config.branch_seed + 2, config.kl_walks)
-        description = {
-            "source": self.name,
-            "method": "mean difference of matched branches (copy vs explore), loopfix.repair",
-            "unit": "walks",
-            "train": len(train),
-            "heldout": len(heldout),
-            "normal": len(walks),
-        }
+        description = TestbedBranches(
+            self.name,
+            "mean difference of matched branches (copy vs explore), loopfix.repair",
+            len(train),
+            len(heldout),
+            len(walks),
+        )
         # Fresh graphs the branches never saw, scanned like any suite, so each walk is judged
         # by the scan's loop definition and the star graph's outcome classes.
         prompt_sets = {
