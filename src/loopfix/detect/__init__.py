@@ -4,7 +4,7 @@ signals from log-probs. Pure Python and numpy (the semantic tier's embeddings ar
 """
 
 from .api import detect_text, detect_tokens
-from .config import DetectConfig
+from .config import CutThresholds, DetectConfig
 from .monitor import LoopMonitor
 from .ngram import NgramLoop, find_ngram_loop
 from .periodic import find_periodic_tail
@@ -13,6 +13,7 @@ from .verdict import NOT_LOOPING, LoopKind, LoopVerdict, Span
 
 __all__ = [
     "NOT_LOOPING",
+    "CutThresholds",
     "DetectConfig",
     "LoopKind",
     "LoopMonitor",

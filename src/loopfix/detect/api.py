@@ -121,12 +121,12 @@ def at_cut_config(config: DetectConfig) -> DetectConfig:
     """The thresholds used when the output is known to be cut at the token limit."""
     return config.model_copy(
         update={
-            "min_span": min(config.min_span, config.cut_min_span),
+            "min_span": min(config.min_span, config.cut.min_span),
             "wordless_min_repeats": min(
-                config.wordless_min_repeats, config.cut_wordless_min_repeats
+                config.wordless_min_repeats, config.cut.wordless_min_repeats
             ),
             "semantic_min_repeats": min(
-                config.semantic_min_repeats, config.cut_semantic_min_repeats
+                config.semantic_min_repeats, config.cut.semantic_min_repeats
             ),
         }
     )

@@ -15,6 +15,30 @@ overflow; no text a detector holds comes near it."""
 Count = Annotated[int, Field(le=COUNT_LIMIT)]
 
 
+class CutThresholds(BaseModel):
+    """The relaxed thresholds of `DetectConfig.cut`: each replaces its precise namesake (the
+    smaller of the two applies) when the output is known to be cut at the token limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_span: Count = Field(24, ge=1, description="min_span for an output cut at the limit.")
+    wordless_min_repeats: Count = Field(
+        8, ge=2, description="wordless_min_repeats for an output cut at the limit."
+    )
+    near_repeats: Count = Field(
+        4,
+        ge=2,
+        description="Copies a near loop running to the cut needs, whatever its numbers do (a "
+        "templated line with new numbers each time: 'Step 12: 4800 apples is 9600 apples.').",
+    )
+    semantic_min_repeats: Count = Field(
+        3, ge=2, description="semantic_min_repeats for an output cut at the limit."
+    )
+    near_min_words: Count = Field(
+        2, ge=0, description="Words the unit of a near loop running to the cut must hold."
+    )
+
+
 class DetectConfig(BaseModel):
     """Thresholds for the loop detector.
 
@@ -95,27 +119,10 @@ class DetectConfig(BaseModel):
         3, ge=1, description="Tokens with such a run a character-level flood needs."
     )
 
-    # Cut-aware relaxation: used only when the caller says the output was cut at the token limit.
-    cut_min_span: Count = Field(
-        24,
-        ge=1,
-        description="min_span when the output was cut at the token limit (a repeated tail running "
-        "to the cut is strong evidence).",
-    )
-    cut_wordless_min_repeats: Count = Field(
-        8, ge=2, description="wordless_min_repeats when the output was cut at the token limit."
-    )
-    cut_near_repeats: Count = Field(
-        4,
-        ge=2,
-        description="Copies a near loop running to the cut needs, whatever its numbers do (a "
-        "templated line with new numbers each time: 'Step 12: 4800 apples is 9600 apples.').",
-    )
-    cut_semantic_min_repeats: Count = Field(
-        3, ge=2, description="semantic_min_repeats when the output was cut at the token limit."
-    )
-    cut_near_min_words: Count = Field(
-        2, ge=0, description="Words the unit of a near loop running to the cut must hold."
+    cut: CutThresholds = Field(
+        default_factory=CutThresholds,
+        description="The thresholds used instead when the caller says the output was cut at the "
+        "token limit (a repeated tail running to the cut is strong evidence).",
     )
 
     # Segment and semantic tiers: lines and sentences recurring in a window.

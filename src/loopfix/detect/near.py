@@ -10,8 +10,8 @@ a requested list). Step-by-step arithmetic, a table of measurements, a multiplic
 numbered list of different items fail these tests.
 
 When the caller knows the output was cut at the token limit (`at_cut`), a templated tail running
-to the cut is evidence enough whatever its numbers do: `cut_near_repeats` copies of a unit with
-`cut_near_min_words` words ("Step 12: 4800 apples is 9600 apples." ... to the cap), or
+to the cut is evidence enough whatever its numbers do: `cut.near_repeats` copies of a unit with
+`cut.near_min_words` words ("Step 12: 4800 apples is 9600 apples." ... to the cap), or
 `wordless_min_repeats` copies of a unit without words ("4 * 2 = 8 * 2 = 16 * 2 = ..." to the cap).
 """
 
@@ -90,8 +90,8 @@ def find_near_loop(
     copies = (end - onset) // period
     unit_words = int(words[norm.origin[onset] : norm.origin[onset + period]].sum())
     if at_cut:
-        wordy = unit_words >= config.cut_near_min_words
-        needed = config.cut_near_repeats if wordy else config.wordless_min_repeats
+        wordy = unit_words >= config.cut.near_min_words
+        needed = config.cut.near_repeats if wordy else config.wordless_min_repeats
     else:
         wordy = unit_words >= config.near_min_words
         needed = config.min_repeats if wordy else config.near_counter_repeats
