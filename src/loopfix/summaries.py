@@ -10,13 +10,14 @@ as `name` and `name_ci95`), and one reader, `from_json`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import Field, dataclass, fields
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import JsonValue
 
 __all__ = [
     "BackendRan",
+    "FlatRecord",
     "Comparison",
     "Paired",
     "Rate",
@@ -27,6 +28,24 @@ __all__ = [
 ]
 
 Prompting = Literal["chat-template", "completion"]
+
+_Record = TypeVar("_Record", bound="FlatRecord")
+
+
+class FlatRecord:
+    """A frozen dataclass whose file shape is its fields in order, each a JSON value as it
+    stands (numbers, strings, None, string-keyed dicts of them): `to_json` and `from_json`
+    follow from the fields, so a field added is written and read back with nothing else to
+    change."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what @dataclass gives the subclass
+
+    def to_json(self) -> dict[str, object]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_json(cls: type[_Record], data: Mapping[str, Any]) -> _Record:
+        return cls(**{field.name: data[field.name] for field in fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from loopfix.records import Sample
 from loopfix.repair.candidates import EditShape
 from loopfix.scan.stats import mcnemar_exact, student_t_quantile
-from loopfix.summaries import Paired, SettingSummary
+from loopfix.summaries import FlatRecord, Paired, SettingSummary
 
 __all__ = [
     "ArmResult",
@@ -32,7 +32,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ArmResult:
+class ArmResult(FlatRecord):
     """One arm's scan at one temperature: the numbers of its `SettingSummary` the repair reads,
     how its samples finished and where its records are."""
 
@@ -65,34 +65,9 @@ class ArmResult:
             raise ValueError(f"no generated sample in {self.records}")
         return self.loop_rate
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "n": self.n,
-            "loop_rate": self.loop_rate,
-            "cut_rate": self.cut_rate,
-            "accuracy": self.accuracy,
-            "mean_length": self.mean_length,
-            "outcomes": self.outcomes,
-            "finish_reasons": self.finish_reasons,
-            "records": self.records,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ArmResult:
-        return cls(
-            n=data["n"],
-            loop_rate=data["loop_rate"],
-            cut_rate=data["cut_rate"],
-            accuracy=data["accuracy"],
-            mean_length=data["mean_length"],
-            outcomes=data["outcomes"],
-            finish_reasons=data["finish_reasons"],
-            records=data["records"],
-        )
-
 
 @dataclass(frozen=True)
-class BasePairing:
+class BasePairing(FlatRecord):
     """An arm against the base on the same prompts and sampler seed: answers (a rescue is wrong
     in the base and right in the arm) and loops removed / added, each with its exact McNemar p,
     and what the arm's samples were where the base's looped."""
@@ -128,31 +103,6 @@ class BasePairing:
     def loops_net(self) -> int:
         """Loops removed net: removed minus added."""
         return self.loops_removed - self.loops_added
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "pairs": self.pairs,
-            "rescues": self.rescues,
-            "regressions": self.regressions,
-            "mcnemar_p": self.mcnemar_p,
-            "loops_removed": self.loops_removed,
-            "loops_added": self.loops_added,
-            "loop_mcnemar_p": self.loop_mcnemar_p,
-            "base_loops_went_to": self.base_loops_went_to,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BasePairing:
-        return cls(
-            pairs=data["pairs"],
-            rescues=data["rescues"],
-            regressions=data["regressions"],
-            mcnemar_p=data["mcnemar_p"],
-            loops_removed=data["loops_removed"],
-            loops_added=data["loops_added"],
-            loop_mcnemar_p=data["loop_mcnemar_p"],
-            base_loops_went_to=data["base_loops_went_to"],
-        )
 
 
 @dataclass(frozen=True)
