@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from loopfix.guards.base import GuardArg, GuardContext, GuardParams
+    from loopfix.guards.args import GuardArg
+    from loopfix.guards.base import GuardContext, GuardParams
     from loopfix.guards.chain import GuardChain
 
 __all__ = [

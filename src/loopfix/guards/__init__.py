@@ -7,10 +7,9 @@ roll back for rescue) runs in scans and comparisons. The vLLM adapter lives in
 `loopfix.guards.vllm` (imported only when vLLM is installed).
 """
 
-from loopfix.guards.base import GuardContext, GuardError
-from loopfix.guards.chain import GuardChain
-from loopfix.guards.hf import GuardLogitsProcessor, GuardStoppingCriteria, guard_processor
-from loopfix.guards.registry import GUARDS, parse_guard_args, parse_guards
+from typing import TYPE_CHECKING
+
+from loopfix.lazy import lazy_exports
 
 __all__ = [
     "GUARDS",
@@ -23,3 +22,26 @@ __all__ = [
     "parse_guard_args",
     "parse_guards",
 ]
+
+# Imported on first use: a settings model that carries guard arguments (`guards.args`) must not
+# load torch with this package.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "GUARDS": "loopfix.guards.registry",
+        "GuardChain": "loopfix.guards.chain",
+        "GuardContext": "loopfix.guards.base",
+        "GuardError": "loopfix.guards.base",
+        "GuardLogitsProcessor": "loopfix.guards.hf",
+        "GuardStoppingCriteria": "loopfix.guards.hf",
+        "guard_processor": "loopfix.guards.hf",
+        "parse_guard_args": "loopfix.guards.registry",
+        "parse_guards": "loopfix.guards.registry",
+    },
+)
+
+if TYPE_CHECKING:
+    from loopfix.guards.base import GuardContext, GuardError
+    from loopfix.guards.chain import GuardChain
+    from loopfix.guards.hf import GuardLogitsProcessor, GuardStoppingCriteria, guard_processor
+    from loopfix.guards.registry import GUARDS, parse_guard_args, parse_guards

@@ -28,11 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from loopfix.errors import LoopfixError
 
-__all__ = ["Guard", "GuardArg", "GuardContext", "GuardError", "GuardParams", "Row"]
-
-# One guard parameter's value as given ("dry.breakers" -> ["\n"]: a `--guard-arg` parsed as
-# JSON, a config value, a vLLM extra arg), before the guard's `Params` checks it.
-GuardArg = bool | int | float | str | Sequence[str] | Sequence[int] | None
+__all__ = ["Guard", "GuardContext", "GuardError", "GuardParams", "Row"]
 
 
 class GuardError(LoopfixError, ValueError):

@@ -19,7 +19,8 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from loopfix.guards.base import GuardArg, GuardContext, GuardError
+from loopfix.guards.args import GuardArg
+from loopfix.guards.base import GuardContext, GuardError
 from loopfix.guards.chain import GuardChain
 from loopfix.guards.registry import parse_guards
 from loopfix.guards.rescue import RescueGuard

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from pydantic import ValidationError
 
 from loopfix.guards.adaptive_temp import AdaptiveTempGuard
-from loopfix.guards.base import Guard, GuardArg, GuardContext, GuardError, GuardParams
+from loopfix.guards.args import GuardArg
+from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams
 from loopfix.guards.chain import GuardChain
 from loopfix.guards.cut import CutGuard
 from loopfix.guards.dry import DryGuard

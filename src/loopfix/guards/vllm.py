@@ -32,7 +32,8 @@ import torch
 from vllm.sampling_params import RepetitionDetectionParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from loopfix.guards.base import Guard, GuardArg, GuardContext, GuardError, GuardParams
+from loopfix.guards.args import GuardArg
+from loopfix.guards.base import Guard, GuardContext, GuardError, GuardParams
 from loopfix.guards.cut import CutGuard, CutParams
 from loopfix.guards.record import CutRecord
 from loopfix.guards.registry import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from loopfix.guards.base import GuardArg
+from loopfix.guards.args import GuardArg
 from loopfix.scan.config import ScanConfig
 
 __all__ = ["CompareConfig"]
