@@ -39,6 +39,7 @@ from loopfix.states.probe import (
     ProbeProvenance,
     StateProbe,
     load_probe,
+    sigmoid,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +114,7 @@ def out_of_fold(
     probabilities = np.empty(len(labels))
     for train, test in folds.split(features, labels, groups):
         mean, scale, weights, bias = fit(features[train], labels[train], strength)
-        logits = ((features[test] - mean) / scale) @ weights + bias[0]
-        probabilities[test] = 1 / (1 + np.exp(-logits))
+        probabilities[test] = sigmoid(((features[test] - mean) / scale) @ weights + bias[0])
     return probabilities
 
 

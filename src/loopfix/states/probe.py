@@ -86,8 +86,7 @@ class StateProbe:
 
     def probability(self, features: np.ndarray) -> np.ndarray:
         """The probe's loop probability for each row of `features` (texts x features)."""
-        logits = ((features - self.mean) / self.scale) @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-logits))
+        return sigmoid(((features - self.mean) / self.scale) @ self.weights + self.bias)
 
     def fires(self, probability: float) -> bool:
         return probability >= self.threshold
@@ -125,6 +124,11 @@ class StateProbe:
             threshold=float(str(data["threshold"])),
             provenance=ProbeProvenance.from_json(provenance),
         )
+
+
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-logits)), without overflow for large negative logits."""
+    return np.exp(-np.logaddexp(0.0, -logits))
 
 
 def _rounded(values: np.ndarray) -> list[float]:
