@@ -95,7 +95,8 @@ ERRORS_HELP = "bytes that are not UTF-8: strict (report the line) or replace (de
 STATES_HELP = (
     "also run the hidden-state probe (SmolLM2's states, docs/states.md) on each text: a text the "
     "text tiers call clean loops (by 'states') when the probe fires; its probability is the "
-    "'probe' column. Off by default: HELDOUT_NOTE"
+    "'probe' column. Off by default: on the held-out corpus, detector OR probe keeps precision "
+    "0.915 (< 0.95) for recall 0.825 and 19/40 semantic loops"
 )
 
 
