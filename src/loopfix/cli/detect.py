@@ -21,8 +21,8 @@ from loopfix.cli.common import OptionError, console, errors, fail, narrow_table
 from loopfix.cli.options import flag
 
 if TYPE_CHECKING:
-    from loopfix.detect import DetectConfig
-    from loopfix.detect.inputs import Decoding, InputError
+    from loopfix.detect import DetectConfig, LoopVerdict
+    from loopfix.detect.inputs import Decoding, InputError, TextInput
 
 
 def register(app: typer.Typer) -> None:
@@ -88,8 +88,16 @@ VERDICT_COLUMNS = (
 )
 """(header, full name) of the verdict table, short enough for 80 columns; the full names are
 the keys of each `--json` row."""
+PROBE_COLUMN = ("probe", "probe")
+"""The hidden-state probe's probability, with `--states`."""
 SEMANTIC_HELP = "semantic tier: off, lexical, embedding (needs the semantic extra) or auto"
 ERRORS_HELP = "bytes that are not UTF-8: strict (report the line) or replace (decode as U+FFFD)"
+STATES_HELP = (
+    "also run the hidden-state probe (SmolLM2's states, docs/states.md) on each text: a text the "
+    "text tiers call clean loops (by 'states') when the probe fires; its probability is the "
+    "'probe' column. Off by default: on the held-out corpus, detector OR probe keeps precision "
+    "0.915 (< 0.95) for recall 0.825 and 19/40 semantic loops"
+)
 
 
 def detect_command(
@@ -110,6 +118,7 @@ def detect_command(
         int | None, typer.Option(help="tokens a periodic loop must cover (default 64)")
     ] = None,
     decoding: Annotated[str, typer.Option("--errors", help=ERRORS_HELP)] = "strict",
+    states: Annotated[bool, typer.Option("--states", help=STATES_HELP)] = False,
 ) -> None:
     """Find generation loops in model outputs and print id, line, looping, kind, onset, period,
     repeats, the deciding evidence and its score. A JSONL row's id is the record's `id` or
@@ -128,18 +137,19 @@ def detect_command(
     if json_out is not None:
         check_output_path(json_out, *([] if path == "-" else [path]))
     rows: list[dict[str, object]] = []
-    unreadable: list[InputError] = []
     looping_cut: int | None = None  # None: no input says whether it was cut
     try:
         # detect/ imports nothing else of ours, so its errors become one line here
         items = list(read_inputs(path, field, policy))
     except EmptyInputError as error:
         raise OptionError(str(error)) from None
-    for item in items:
-        if isinstance(item, InputError):
-            unreadable.append(item)
-            continue
-        verdict = detect_text(item.text, config=configs(item.cap), cut=item.cut)
+    checked = [item for item in items if not isinstance(item, InputError)]
+    unreadable = [item for item in items if isinstance(item, InputError)]
+    verdicts = [detect_text(item.text, config=configs(item.cap), cut=item.cut) for item in checked]
+    probabilities: list[float] | None = None
+    if states:
+        verdicts, probabilities = _with_states(checked, verdicts)
+    for index, (item, verdict) in enumerate(zip(checked, verdicts, strict=True)):
         if item.cut is not None:
             looping_cut = (looping_cut or 0) + (verdict.looping and item.cut)
         row: dict[str, object] = {
@@ -150,12 +160,15 @@ def detect_command(
         }
         row.update(onset=verdict.onset, period=verdict.period, repeats=verdict.repeats)
         row.update(decided_by=verdict.decided_by, score=verdict.score)
+        if probabilities is not None:
+            row["probe"] = probabilities[index]
         rows.append(row)
     _report_unreadable(path, unreadable)
     if not rows:
         fail(f"{path}: nothing checked ({len(unreadable)} unreadable lines, listed above)")
     cells = [["" if value is None else str(value) for value in row.values()] for row in rows]
-    console.print(narrow_table(f"loops in {path}", VERDICT_COLUMNS, cells))
+    columns = (*VERDICT_COLUMNS, PROBE_COLUMN) if states else VERDICT_COLUMNS
+    console.print(narrow_table(f"loops in {path}", columns, cells))
     looping = sum(bool(row["looping"]) for row in rows)
     # A scan's loops are the looping outputs cut at the cap: said where the records tell cuts.
     cut = "" if looping_cut is None else f" ({looping_cut} cut at the token limit while looping)"
@@ -167,6 +180,22 @@ def detect_command(
         fail(f"--fail-on-loop: {len(unreadable)} lines of {path} could not be checked")
     if fail_on_loop and looping:
         raise typer.Exit(1)
+
+
+def _with_states(
+    checked: list[TextInput], verdicts: list[LoopVerdict]
+) -> tuple[list[LoopVerdict], list[float]]:
+    """`--states`: each verdict combined with the shipped probe ("detector OR probe"), and the
+    probe's probability for each text."""
+    from loopfix.states import combined_verdict, load_probe, probe_probabilities
+
+    probe = load_probe()
+    probabilities = probe_probabilities(probe, [item.text for item in checked])
+    combined = [
+        combined_verdict(verdict, probability, probe)
+        for verdict, probability in zip(verdicts, probabilities, strict=True)
+    ]
+    return combined, [round(probability, 4) for probability in probabilities]
 
 
 def clean_command(
