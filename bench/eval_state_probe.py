@@ -1,6 +1,6 @@
 """Fit the hidden-state probe on the corpus's tune part and evaluate it (docs/states.md).
 
-    python bench/eval_state_probe.py [--cache /work/probe-cache] [--write-probe] [--heldout]
+    python bench/eval_state_probe.py [--cache .cache/states] [--write-probe] [--heldout]
 
 1. Features: SmolLM2-135M-Instruct's mean-pooled hidden states of every corpus text (last 512
    tokens, every layer), cached in CACHE keyed by the corpus's sha256, so reruns cost nothing.
@@ -195,7 +195,7 @@ def corpus_commit(path: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--cache", type=Path, default=Path("/work/probe-cache"))
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "states")
     parser.add_argument("--features-only", action="store_true")
     parser.add_argument("--write-probe", action="store_true", help="write the shipped probe")
     parser.add_argument(
