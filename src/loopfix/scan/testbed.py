@@ -4,7 +4,8 @@ temperature, and the confidence flywheel. It lives in `scan`, not `lab`: it is a
 
 Steps:
 1. Draw fresh graphs from a seed the trainer never uses (training draws from seed + 1000): the
-   built-in `stargraph` suite.
+   built-in `stargraph` suite, in the testbed's shape (a G(5, 5) testbed on G(5, 5) graphs,
+   written as a suite file into the scan's folder).
 2. Scan them with `loopfix.scan.run_scan` (one walk per graph and temperature, on the HF decode
    engine), so a walk is judged exactly as every other scan judges a sample: loop by
    `loopfix.scan.summary.is_loop`, class by the star graph's outcome classifier.
@@ -30,7 +31,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from loopfix.atomic import write_json_atomic
+from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.backends.hf import HFBackend
 from loopfix.lab.attention import use_attention_decay
 from loopfix.lab.config import EVAL_SEED, LabEvalConfig, TrainConfig
@@ -95,15 +96,22 @@ def testbed_config(model: PreTrainedModel) -> TrainConfig:
 
 
 def testbed_suite(model: PreTrainedModel, n: int, seed: int) -> list[SuiteItem]:
-    """`n` fresh graphs of the testbed's task as suite items (the built-in `stargraph` suite,
-    whose shape every `loopfix lab train` testbed has)."""
+    """`n` fresh graphs of the testbed's task as suite items: the built-in `stargraph` suite,
+    in the shape the testbed was trained on (G(3, 3) unless its config says otherwise)."""
     config = testbed_config(model)
-    if (config.arms, config.depth) != (STARGRAPH_ARMS, STARGRAPH_DEPTH):
-        raise ValueError(
-            f"the testbed was trained on G({config.arms}, {config.depth}) graphs; the stargraph "
-            f"suite is G({STARGRAPH_ARMS}, {STARGRAPH_DEPTH})"
-        )
-    return stargraph_suite(n, seed)
+    return stargraph_suite(n, seed, config.arms, config.depth)
+
+
+def suite_spec(items: list[SuiteItem], folder: Path) -> str:
+    """What the scan loads: the built-in suite by name for its own shape, else these items
+    written as a suite file into the scan's folder (the same file on a rerun, so it resumes)."""
+    meta = items[0].meta
+    if (meta["arms"], meta["depth"]) == (STARGRAPH_ARMS, STARGRAPH_DEPTH):
+        return "stargraph"
+    path = folder / f"stargraph-G{meta['arms']}x{meta['depth']}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, "".join(json.dumps(item.to_dict()) + "\n" for item in items))
+    return str(path)
 
 
 def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> TemperatureResult:
@@ -217,7 +225,7 @@ def evaluate_testbed(
         folder = Path(out) if out is not None else Path(temporary)
         config = ScanConfig(
             model=str(getattr(model, "name_or_path", "testbed")),
-            suite="stargraph",
+            suite=suite_spec(items, folder),
             n=n,
             temperatures=list(settings.temperatures),
             seed=seed,
