@@ -9,6 +9,8 @@ from loopfix.experiments import (
     deloop_distill,
     loop_data,
     margin,
+    memory,
+    multi_step,
     precision,
 )
 from loopfix.experiments.base import Experiment, ExperimentError
@@ -25,6 +27,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         curriculum,
         deloop_distill,
         attention_decay,
+        memory,
+        multi_step,
     )
 }
 

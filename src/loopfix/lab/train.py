@@ -12,8 +12,10 @@ Steps:
 3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed);
    optionally a penalty on the probability of already-visited nodes (`margin_weight`), reduced
    precision (`precision`), curriculum stages that take the loss off repeated excursions
-   (`lab.curriculum`), teacher walks de-looped as `loopfix clean` would (`lab.deloop`) and a
-   decay on attention to recent positions (`lab.attention`).
+   (`lab.curriculum`), teacher walks de-looped as `loopfix clean` would (`lab.deloop`), a
+   decay on attention to recent positions (`lab.attention`), a visited-set marker on the
+   walk's nodes (`lab.memory`) and training-only heads that predict further ahead
+   (`lab.multistep`).
 4. Save model (in fp32 whatever it trained in), tokenizer and `training.json` (config, seed,
    versions, time, tokens, FLOPs estimate) into one folder.
 """
@@ -38,6 +40,8 @@ from loopfix.lab.attention import DECAY_KEY, use_attention_decay
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.curriculum import loss_mask, stage_at
 from loopfix.lab.deloop import deloop_walk
+from loopfix.lab.memory import add_visited_memory, store_marker
+from loopfix.lab.multistep import MultiStepHeads
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
@@ -46,6 +50,7 @@ from loopfix.lab.stargraph import (
     VOCABULARY,
     looping_teacher_walk,
     make_graph,
+    prompt_length,
     teacher_walk,
 )
 from loopfix.lab.tokenizer import build_tokenizer
@@ -84,6 +89,41 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
     model = LlamaForCausalLM(model_config)
     use_attention_decay(model)
     return model.half() if config.precision == "fp16" else model
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What trains beside the model's own weights: the memory's marker (saved into the model's
+    config) and the multi-step heads (dropped), and the parameters every token passes through
+    in them that the model's count leaves out (for the FLOPs estimate)."""
+
+    marker: torch.nn.Parameter | None
+    heads: MultiStepHeads | None
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return ([self.marker] if self.marker is not None else []) + (
+            list(self.heads.parameters()) if self.heads is not None else []
+        )
+
+    def flops_parameters(self, model: torch.nn.Module) -> int:
+        marker = 0 if self.marker is None else self.marker.numel()
+        heads = 0 if self.heads is None else self.heads.flops_parameters(model.lm_head)  # type: ignore[arg-type]
+        return marker + heads
+
+
+def training_extras(model: torch.nn.Module, config: TrainConfig) -> Extras:
+    """The memory's marker (put on `model` here) and the multi-step heads, as configured."""
+    marker = (
+        add_visited_memory(model, prompt_length(config.arms, config.depth))
+        if config.visited_memory
+        else None
+    )
+    heads = (
+        MultiStepHeads(config.hidden_size, config.multi_step_heads)
+        if config.multi_step_heads
+        else None
+    )
+    return Extras(marker, heads)
 
 
 @dataclass(frozen=True)
@@ -163,8 +203,9 @@ def train(
     loop_rng = np.random.default_rng(config.seed + 2000)
     loop_walk_rng = random.Random(config.seed + 3000)
     model = build_model(config)
+    extras = training_extras(model, config)
     optimizer = torch.optim.AdamW(
-        model.parameters(),
+        [*model.parameters(), *extras.parameters()],
         lr=config.learning_rate,
         weight_decay=0.01,
         betas=(0.9, 0.98),
@@ -172,6 +213,9 @@ def train(
         eps=1e-4 if config.precision == "fp16" else 1e-8,
     )
     scaler = torch.amp.GradScaler("cpu", enabled=config.precision == "fp16-amp")
+    final_hidden: list[torch.Tensor] = []
+    if extras.heads is not None:  # the heads read the final normed hidden state
+        model.model.norm.register_forward_hook(lambda _m, _i, out: final_hidden.append(out))
     started = time.perf_counter()
     losses: list[float] = []
     looping_walks = tokens = delooped = 0
@@ -192,10 +236,12 @@ def train(
         loss = output.loss.float()
         if config.margin_weight > 0:
             loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
+        if extras.heads is not None:
+            loss = loss + extras.heads.loss(final_hidden.pop(), model.lm_head, labels)
         optimizer.zero_grad()
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([*model.parameters(), *extras.parameters()], 1.0)
         scaler.step(optimizer)
         scaler.update()
         losses.append(loss.item())
@@ -203,6 +249,8 @@ def train(
             on_step(step, float(np.mean(losses[-50:])))
     seconds = time.perf_counter() - started
     parameters = sum(p.numel() for p in model.parameters())
+    if extras.marker is not None:
+        store_marker(model, extras.marker, prompt_length(config.arms, config.depth))
     metadata: dict[str, object] = {
         "config": config.model_dump(),
         "parameters": parameters,
@@ -212,8 +260,10 @@ def train(
         "delooped_walk_share": delooped / (config.steps * config.batch_size),
         "train_seconds": round(seconds, 1),
         "train_tokens": tokens,
-        # the usual 6 x parameters x tokens (forward and backward), attention left out
-        "train_flops": 6 * parameters * tokens,
+        # the usual 6 x parameters x tokens (forward and backward), attention left out; the
+        # memory's marker and the multi-step heads (with their pass through the output layer)
+        # count as parameters here
+        "train_flops": 6 * (parameters + extras.flops_parameters(model)) * tokens,
         "torch": torch.__version__,
         "python": platform.python_version(),
     }

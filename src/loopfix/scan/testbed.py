@@ -35,6 +35,7 @@ from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.backends.hf import HFBackend
 from loopfix.lab.attention import use_attention_decay
 from loopfix.lab.config import EVAL_SEED, LabEvalConfig, TrainConfig
+from loopfix.lab.memory import use_visited_memory
 from loopfix.lab.stargraph import (
     BACK_ID,
     PAD_ID,
@@ -216,8 +217,10 @@ def evaluate_testbed(
     out: Path | None = None,
 ) -> LabEvaluation:
     """`out`: keep the scan there (records, summary, report.html; resumable); None: a temporary
-    folder. A testbed trained with decayed attention (`lab.attention`) generates with it."""
+    folder. A testbed trained with decayed attention (`lab.attention`) or the visited-set memory
+    (`lab.memory`) generates with it."""
     use_attention_decay(model)
+    use_visited_memory(model)
     settings = settings or LabEvalConfig()
     n, seed, max_new_tokens = settings.n, settings.seed, settings.max_new_tokens
     items = testbed_suite(model, n, seed)
