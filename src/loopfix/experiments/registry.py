@@ -7,6 +7,7 @@ from loopfix.experiments import (
     batch,
     curriculum,
     deloop_distill,
+    hints,
     loop_data,
     margin,
     memory,
@@ -27,6 +28,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         curriculum,
         deloop_distill,
         attention_decay,
+        hints,
         memory,
         multi_step,
     )

@@ -103,6 +103,11 @@ class TrainConfig(BaseModel):
         description="training-only heads predicting the tokens 2 .. n+1 ahead, dropped at "
         "inference (0 = none; lab.multistep)",
     )
+    hints: bool = Field(
+        False,
+        description="after a first quarter of steps, a hint `? target ... first :` before every "
+        "walk token of the kind where the student's loss was highest (lab.hints)",
+    )
     seed: int = Field(0, description="seed for weights and data")
     threads: int = Field(2, ge=1, description="torch CPU threads")
 

@@ -40,6 +40,7 @@ from loopfix.lab.attention import DECAY_KEY, use_attention_decay
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.curriculum import loss_mask, stage_at
 from loopfix.lab.deloop import deloop_walk
+from loopfix.lab.hints import HINT_PROBE_SHARE, POSITION_KINDS, insert_hints, position_kinds
 from loopfix.lab.memory import add_visited_memory, store_marker
 from loopfix.lab.multistep import MultiStepHeads
 from loopfix.lab.stargraph import (
@@ -131,6 +132,7 @@ class Batch:
     ids: torch.Tensor
     labels: torch.Tensor  # -100 outside the walk and wherever the walk carries no loss
     delooped: int  # walks the de-looping dropped or cut
+    kinds: torch.Tensor  # per token: its walk position kind (lab.hints), -1 outside the walk
 
 
 def make_batch(
@@ -139,12 +141,14 @@ def make_batch(
     looping: int,
     loop_rng: random.Random | None = None,
     stage: int = 3,
+    hint_kind: int | None = None,
 ) -> Batch:
     """One step's walks; the first `looping` of them loop. Every row draws its graph and clean
     walk from `rng`, a looping row then its looping walk from `loop_rng` (`rng` when None), so
     `rng` advances alike whatever `looping` is. A walk the de-looping drops stays in the batch
-    without loss, so the stream and the batch size stay those of the other arms."""
-    sequences, masks = [], []
+    without loss, so the stream and the batch size stay those of the other arms. With
+    `hint_kind`, every walk gets its hints before the tokens of that kind (`lab.hints`)."""
+    sequences, masks, kinds = [], [], []
     delooped = 0
     for index in range(config.batch_size):
         graph = make_graph(rng, config.arms, config.depth)
@@ -156,18 +160,36 @@ def make_batch(
         kept = deloop_walk(walk, config.deloop)
         delooped += kept != walk
         walk = walk if kept is None else kept
+        if hint_kind is not None:
+            walk = insert_hints(walk, graph, hint_kind)
         prompt = graph.prompt_ids()
+        kinds.append([-1] * len(prompt) + position_kinds(walk))
         sequences.append(prompt + walk)
         walk_mask = [False] * len(walk) if kept is None else loss_mask(walk, stage)
         masks.append([False] * len(prompt) + walk_mask)
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
     labels = torch.full_like(ids, -100)
+    kind_ids = torch.full_like(ids, -1)
     for row, (sequence, mask) in enumerate(zip(sequences, masks, strict=True)):
         ids[row, : len(sequence)] = torch.tensor(sequence)
+        kind_ids[row, : len(sequence)] = torch.tensor(kinds[row])
         carries = torch.tensor(mask)
         labels[row, : len(sequence)][carries] = ids[row, : len(sequence)][carries]
-    return Batch(ids, labels, delooped)
+    return Batch(ids, labels, delooped, kind_ids)
+
+
+def loss_by_kind(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor) -> list[float]:
+    """The mean next-token loss at the walk tokens of each position kind (`lab.hints`; nan for
+    a kind the batch lacks), for choosing where the hints go."""
+    losses = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(), reduction="none"
+    ).view_as(labels[:, 1:])
+    carried = labels[:, 1:] != -100
+    return [
+        float(losses[(kinds[:, 1:] == kind) & carried].mean())
+        for kind in range(len(POSITION_KINDS))
+    ]
 
 
 def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -219,6 +241,9 @@ def train(
     started = time.perf_counter()
     losses: list[float] = []
     looping_walks = tokens = delooped = 0
+    hint_kind: int | None = None
+    kind_losses: list[float] = []
+    probe_step = round(HINT_PROBE_SHARE * config.steps) - 1 if config.hints else -1
     for step in range(config.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
@@ -227,13 +252,17 @@ def train(
             share = min(1.0, config.loop_fraction / config.loop_batch_fraction)
             looping = int(loop_rng.binomial(config.batch_size, share))
         looping_walks += looping
-        batch = make_batch(data_rng, config, looping, loop_walk_rng, stage_at(config, step))
+        stage = stage_at(config, step)
+        batch = make_batch(data_rng, config, looping, loop_walk_rng, stage, hint_kind)
         ids, labels = batch.ids, batch.labels
         delooped += batch.delooped
         tokens += int((ids != PAD_ID).sum())
         with autocast(config):
             output = model(input_ids=ids, labels=labels)
         loss = output.loss.float()
+        if step == probe_step:  # hints from the next step on, where the loss is highest
+            kind_losses = loss_by_kind(output.logits.detach(), labels, batch.kinds)
+            hint_kind = int(np.nanargmax(kind_losses))
         if config.margin_weight > 0:
             loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
         if extras.heads is not None:
@@ -264,6 +293,11 @@ def train(
         # memory's marker and the multi-step heads (with their pass through the output layer)
         # count as parameters here
         "train_flops": 6 * (parameters + extras.flops_parameters(model)) * tokens,
+        **(
+            {"hints": {"kind": POSITION_KINDS[hint_kind], "losses": kind_losses}}
+            if hint_kind is not None
+            else {}
+        ),
         "torch": torch.__version__,
         "python": platform.python_version(),
     }

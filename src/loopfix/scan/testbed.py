@@ -44,15 +44,13 @@ from loopfix.lab.stargraph import (
     make_graph,
     score_walk,
     teacher_walk,
-    walk_from_text,
 )
 from loopfix.records import Sample, SampleStore
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.outcomes import STARGRAPH_OUTCOMES
 from loopfix.scan.summary import setting_summary
 from loopfix.suites import SuiteItem, stargraph_suite
-from loopfix.suites.builtin import STARGRAPH_ARMS, STARGRAPH_DEPTH
-from loopfix.suites.checkers import answer_part
+from loopfix.suites.checkers import scored_walk
 
 
 @dataclass(frozen=True)
@@ -100,16 +98,17 @@ def testbed_suite(model: PreTrainedModel, n: int, seed: int) -> list[SuiteItem]:
     """`n` fresh graphs of the testbed's task as suite items: the built-in `stargraph` suite,
     in the shape the testbed was trained on (G(3, 3) unless its config says otherwise)."""
     config = testbed_config(model)
-    return stargraph_suite(n, seed, config.arms, config.depth)
+    return stargraph_suite(n, seed, config.arms, config.depth, config.hints)
 
 
-def suite_spec(items: list[SuiteItem], folder: Path) -> str:
-    """What the scan loads: the built-in suite by name for its own shape, else these items
+def suite_spec(items: list[SuiteItem], seed: int, folder: Path) -> str:
+    """What the scan loads: the built-in suite by name when these are its items, else these items
     written as a suite file into the scan's folder (the same file on a rerun, so it resumes)."""
     meta = items[0].meta
-    if (meta["arms"], meta["depth"]) == (STARGRAPH_ARMS, STARGRAPH_DEPTH):
+    if items == stargraph_suite(len(items), seed):
         return "stargraph"
-    path = folder / f"stargraph-G{meta['arms']}x{meta['depth']}.jsonl"
+    hinted = "-hints" if meta.get("hints") else ""
+    path = folder / f"stargraph-G{meta['arms']}x{meta['depth']}{hinted}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, "".join(json.dumps(item.to_dict()) + "\n" for item in items))
     return str(path)
@@ -120,8 +119,9 @@ def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> Te
     summary = setting_summary(samples)
     legal = moves = valid = pairs = repeats = 0
     for sample in samples:
-        graph = StarGraph.from_dict(items[sample.prompt_id].meta["graph"])
-        walk = walk_from_text(answer_part(sample.text), sample.finish_reason == "stop")
+        meta = items[sample.prompt_id].meta
+        graph = StarGraph.from_dict(meta["graph"])
+        walk = scored_walk(meta, sample.text, sample.finish_reason == "stop")
         score = score_walk(graph, walk)
         legal, moves, valid = legal + score.legal_moves, moves + score.moves, valid + score.valid
         choices = arm_choices(graph, walk)
@@ -228,7 +228,7 @@ def evaluate_testbed(
         folder = Path(out) if out is not None else Path(temporary)
         config = ScanConfig(
             model=str(getattr(model, "name_or_path", "testbed")),
-            suite=suite_spec(items, folder),
+            suite=suite_spec(items, seed, folder),
             n=n,
             temperatures=list(settings.temperatures),
             seed=seed,

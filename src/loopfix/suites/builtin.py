@@ -27,10 +27,15 @@ STARGRAPH_ARMS, STARGRAPH_DEPTH = 3, 3
 
 
 def stargraph_suite(
-    n: int, seed: int, arms: int = STARGRAPH_ARMS, depth: int = STARGRAPH_DEPTH
+    n: int,
+    seed: int,
+    arms: int = STARGRAPH_ARMS,
+    depth: int = STARGRAPH_DEPTH,
+    hints: bool = False,
 ) -> list[SuiteItem]:
     """`n` graphs of G(arms, depth); the built-in suite is G(3, 3), another shape is what a
-    testbed trained on it is evaluated on (`scan.testbed`)."""
+    testbed trained on it is evaluated on (`scan.testbed`). `hints`: the walks are scored
+    without the `? ... :` hints a testbed trained with them writes (`lab.hints`)."""
     graphs = make_graphs(seed, n, arms, depth)
     return [
         SuiteItem(
@@ -38,7 +43,8 @@ def stargraph_suite(
             prompt=render(graph.prompt_ids()),
             answer=render(graph.optimal_walk()[:-1]),
             checker="stargraph",
-            meta={"graph": graph.to_dict(), "arms": arms, "depth": depth},
+            meta={"graph": graph.to_dict(), "arms": arms, "depth": depth}
+            | ({"hints": True} if hints else {}),
         )
         for index, graph in enumerate(graphs)
     ]
