@@ -37,32 +37,34 @@ def visited_marks(ids: torch.Tensor, positions: torch.Tensor, walk_start: int) -
 
 
 def _positions(ids: torch.Tensor, kwargs: dict[str, Any]) -> torch.Tensor:
+    """The tokens' positions: as given (the engine gives them, for its left padding), else
+    counted on from what the cache already holds."""
     if kwargs.get("position_ids") is not None:
         return kwargs["position_ids"]
-    if kwargs.get("cache_position") is not None:
-        return kwargs["cache_position"].unsqueeze(0)
-    return torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+    cache = kwargs.get("cache")
+    start = 0 if cache is None else cache.get_seq_length()
+    return torch.arange(start, start + ids.shape[1], device=ids.device).unsqueeze(0)
 
 
 def _attach(model: torch.nn.Module, marker: torch.nn.Parameter, walk_start: int) -> None:
-    decoder = model.model  # type: ignore[union-attr]
+    decoder: Any = model.model  # a Llama's decoder
 
     def mark(_module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         ids = kwargs.get("input_ids")
         if ids is None:
             return None
-        embeds = decoder.embed_tokens(ids)  # type: ignore[operator]
+        embeds = decoder.embed_tokens(ids)
         marks = visited_marks(ids, _positions(ids, kwargs), walk_start)
         embeds = embeds + marks.unsqueeze(-1).to(embeds.dtype) * marker.to(embeds.dtype)
         return args, {**kwargs, "input_ids": None, "inputs_embeds": embeds}
 
-    decoder.register_forward_pre_hook(mark, with_kwargs=True)  # type: ignore[union-attr]
+    decoder.register_forward_pre_hook(mark, with_kwargs=True)
 
 
 def add_visited_memory(model: torch.nn.Module, walk_start: int) -> torch.nn.Parameter:
     """Give a freshly built model the memory; returns its marker for the optimizer."""
-    hidden = model.config.hidden_size  # type: ignore[union-attr]
-    marker = torch.nn.Parameter(torch.randn(hidden) * model.config.initializer_range)  # type: ignore[union-attr]
+    config: Any = model.config
+    marker = torch.nn.Parameter(torch.randn(config.hidden_size) * config.initializer_range)
     _attach(model, marker, walk_start)
     store_marker(model, marker, walk_start)
     return marker

@@ -28,12 +28,11 @@ class MultiStepHeads(torch.nn.Module):
 
     def __init__(self, hidden_size: int, heads: int) -> None:
         super().__init__()
-        self.maps = torch.nn.ModuleList(
-            torch.nn.Linear(hidden_size, hidden_size) for _ in range(heads)
-        )
-        for layer in self.maps:
+        maps = [torch.nn.Linear(hidden_size, hidden_size) for _ in range(heads)]
+        for layer in maps:
             torch.nn.init.eye_(layer.weight)
             torch.nn.init.zeros_(layer.bias)
+        self.maps = torch.nn.ModuleList(maps)
 
     def loss(
         self, hidden: torch.Tensor, output_layer: torch.nn.Module, labels: torch.Tensor

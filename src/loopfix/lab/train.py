@@ -31,6 +31,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -236,8 +237,10 @@ def train(
     )
     scaler = torch.amp.GradScaler("cpu", enabled=config.precision == "fp16-amp")
     final_hidden: list[torch.Tensor] = []
-    if extras.heads is not None:  # the heads read the final normed hidden state
-        model.model.norm.register_forward_hook(lambda _m, _i, out: final_hidden.append(out))
+    decoder: Any = model.model
+    output_layer: Any = model.lm_head  # a Llama's decoder; the heads read its final normed state
+    if extras.heads is not None:
+        decoder.norm.register_forward_hook(lambda _m, _i, out: final_hidden.append(out))
     started = time.perf_counter()
     losses: list[float] = []
     looping_walks = tokens = delooped = 0
@@ -266,7 +269,7 @@ def train(
         if config.margin_weight > 0:
             loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
         if extras.heads is not None:
-            loss = loss + extras.heads.loss(final_hidden.pop(), model.lm_head, labels)
+            loss = loss + extras.heads.loss(final_hidden.pop(), output_layer, labels)
         optimizer.zero_grad()
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
