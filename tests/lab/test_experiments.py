@@ -27,6 +27,15 @@ from loopfix.lab.attention import recent_bias, use_attention_decay
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.curriculum import loss_mask, repeated_excursions, stage_at
 from loopfix.lab.deloop import deloop_walk
+from loopfix.lab.hints import (
+    POSITION_KINDS,
+    hint_span,
+    insert_hints,
+    position_kinds,
+    strip_hints,
+)
+from loopfix.lab.memory import add_visited_memory, use_visited_memory, visited_marks
+from loopfix.lab.multistep import MultiStepHeads, ahead_targets
 from loopfix.lab.stargraph import (
     BACK_ID,
     EOS_ID,
@@ -34,16 +43,21 @@ from loopfix.lab.stargraph import (
     VOCABULARY,
     StarGraph,
     arm_choices,
+    make_graph,
+    prompt_length,
     render,
+    score_walk,
+    teacher_walk,
 )
-from loopfix.lab.train import build_model, make_batch, visited_mass
+from loopfix.lab.train import build_model, loss_by_kind, make_batch, visited_mass
 from loopfix.scan.stats import mean_interval, paired_t_test, student_t_two_sided_p
+from loopfix.suites.checkers import scored_walk
 
 runner = CliRunner()
 TINY = {"seeds": 2, "steps": 2, "n": 3}
 
 
-def tiny_run(name: str, out: Path, lines: list[str] | None = None, **settings: int) -> dict:
+def tiny_run(name: str, out: Path, lines: list[str] | None = None, **settings: object) -> dict:
     config = ExperimentConfig(name=name, **{**TINY, **settings})
     run_experiment(config, out, (lines if lines is not None else []).append)
     return json.loads((out / "experiment.json").read_text())
@@ -257,3 +271,141 @@ def test_decayed_attention_multiplies_recent_weights_and_survives_cache_and_relo
     use_attention_decay(reloaded)
     with torch.no_grad():
         assert torch.allclose(reloaded(ids).logits[0, -1], whole, atol=1e-5)
+
+
+def test_hints_go_before_the_kind_with_the_highest_loss_and_are_scored_out() -> None:
+    graph = StarGraph(
+        root=0, arms=((1, 2), (3, 4)), edges=((0, 1), (1, 2), (0, 3), (3, 4)), target_arm=1
+    )
+    walk = [0, 1, BACK_ID, 0, 3, 4, EOS_ID]
+    assert [POSITION_KINDS[k] for k in position_kinds(walk)] == [
+        "start",
+        "arm choice",
+        "in arm",
+        "return",
+        "arm choice",
+        "in arm",
+        "in arm",
+    ]
+    # per-token losses: the arm choices are the hard positions
+    logits = torch.zeros(1, len(walk), len(VOCABULARY))
+    ids = torch.tensor([walk])
+    kinds = torch.tensor([position_kinds(walk)])
+    for position in range(len(walk) - 1):
+        if kinds[0, position + 1] != 1:  # make every other next token nearly certain
+            logits[0, position, walk[position + 1]] = 20.0
+    losses = loss_by_kind(logits, ids, kinds)
+    assert max(range(4), key=lambda k: losses[k] if not math.isnan(losses[k]) else -1) == 1
+    hint = hint_span(graph)
+    assert render(hint) == f"? {NODE_NAMES[4]} {NODE_NAMES[3]} :"
+    hinted = insert_hints(walk, graph, 1)
+    assert hinted == [0, *hint, 1, BACK_ID, 0, *hint, 3, 4, EOS_ID]
+    assert strip_hints(hinted) == walk
+    meta = {"graph": graph.to_dict(), "hints": True}
+    text = render(hinted[:-1])
+    assert scored_walk(meta, text, stopped=True) == walk
+    assert scored_walk({"graph": graph.to_dict()}, text, stopped=True) == hinted  # as before
+
+
+def test_a_hinted_run_chooses_a_kind_and_trains_on_hints(tmp_path: Path) -> None:
+    tiny_run("hints", tmp_path, steps=8)
+    training = json.loads((tmp_path / "runs/hints/seed-0/result.json").read_text())["training"]
+    assert training["hints"]["kind"] in POSITION_KINDS and len(training["hints"]["losses"]) == 4
+    assert (
+        training["train_tokens"]
+        > json.loads((tmp_path / "runs/no_hints/seed-0/result.json").read_text())["training"][
+            "train_tokens"
+        ]
+    )  # the same walks, with hints in them
+
+
+def test_the_memory_marks_exactly_the_walks_node_tokens() -> None:
+    config = TrainConfig(layers=1, visited_memory=True)
+    rng = random.Random(0)
+    batch = make_batch(rng, config.model_copy(update={"batch_size": 2}), 0)
+    start = prompt_length(3, 3)
+    positions = torch.arange(batch.ids.shape[1]).unsqueeze(0)
+    marks = visited_marks(batch.ids, positions, start)
+    for row in range(2):
+        expected = [
+            position >= start and token < len(NODE_NAMES)
+            for position, token in enumerate(batch.ids[row].tolist())
+        ]
+        assert marks[row].tolist() == expected
+        assert batch.ids[row, start - 1] == VOCABULARY.index(":")  # the walk starts there
+    torch.manual_seed(0)
+    model = build_model(config).eval()
+    marker = add_visited_memory(model, start)
+    with torch.no_grad():
+        marker.copy_(torch.ones_like(marker))
+        marked = model(input_ids=batch.ids[:1]).logits
+    # the prompt is unmarked (same logits as without the memory's hook), the walk is not
+    plain = build_model(config).eval()
+    plain.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        unmarked = plain(input_ids=batch.ids[:1]).logits
+    assert torch.allclose(marked[0, :start], unmarked[0, :start], atol=1e-5)
+    assert not torch.allclose(marked[0, start:], unmarked[0, start:])
+    # cached generation marks as the full forward does: one decode step equals it
+    with torch.no_grad():
+        prefix = model(input_ids=batch.ids[:1, : start + 2], use_cache=True)
+        step = model(
+            input_ids=batch.ids[:1, start + 2 : start + 3], cache=prefix.past_key_values
+        ).logits
+    assert torch.allclose(step[0, -1], marked[0, start + 2], atol=1e-4)
+
+
+def test_the_memory_is_saved_with_the_model_and_put_back_on_load(tmp_path: Path) -> None:
+    tiny_run("memory", tmp_path)
+    folder = tmp_path / "runs/visited_memory/seed-0/model"
+    memory = json.loads((folder / "config.json").read_text())["loopfix_visited_memory"]
+    assert memory["walk_start"] == prompt_length(3, 3) and len(memory["marker"]) == 64
+    model = LlamaForCausalLM.from_pretrained(folder)
+    use_visited_memory(model)
+    assert model.model._forward_pre_hooks
+    trainings = {
+        arm: json.loads((tmp_path / f"runs/{arm}/seed-0/result.json").read_text())["training"]
+        for arm in ("no_memory", "visited_memory")
+    }
+    assert (
+        trainings["visited_memory"]["train_flops"]
+        == 6
+        * (trainings["visited_memory"]["parameters"] + 64)
+        * trainings["visited_memory"]["train_tokens"]
+    )
+
+
+def test_the_multi_step_heads_target_the_token_k_ahead() -> None:
+    labels = torch.tensor([[-100, -100, 5, 6, 7, 8]])
+    assert ahead_targets(labels, 1).tolist() == [[-100, 5, 6, 7, 8, -100]]
+    assert ahead_targets(labels, 2).tolist() == [[5, 6, 7, 8, -100, -100]]
+    assert ahead_targets(labels, 3).tolist() == [[6, 7, 8, -100, -100, -100]]
+    # a head that maps the hidden state to the one-hot of the token 2 ahead has ~0 loss
+    heads = MultiStepHeads(hidden_size=16, heads=1)
+    output = torch.nn.Linear(16, 16, bias=False)
+    torch.nn.init.eye_(output.weight)
+    hidden = torch.zeros(1, 6, 16)
+    for position, target in enumerate(ahead_targets(labels, 2)[0].tolist()):
+        if target != -100:
+            hidden[0, position, target] = 50.0
+    assert float(heads.loss(hidden, output, labels).detach()) < 1e-6
+    assert heads.flops_parameters(output) == 16 * 16 + 16 + 16 * 16
+
+
+def test_g55_walks_are_valid_and_an_experiment_runs_on_g55(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    for _ in range(50):
+        graph = make_graph(rng, 5, 5)
+        assert len(graph.arms) == 5 and all(len(arm) == 5 for arm in graph.arms)
+        assert len(set(graph.prompt_ids()[1:-4:3] + graph.prompt_ids()[2:-4:3])) == 26
+        assert len(graph.prompt_ids()) == prompt_length(5, 5)
+        assert score_walk(graph, teacher_walk(rng, graph, 0.5, 0.3)).success
+        assert score_walk(graph, graph.optimal_walk()).success
+    result = tiny_run("loop-data", tmp_path, graph=[5, 5])
+    for record in run_records(tmp_path).values():
+        assert (record["training"]["config"]["arms"], record["training"]["config"]["depth"]) == (
+            5,
+            5,
+        )
+        assert record["evaluation"]["settings"][0]["n"] == 3
+    assert result["seeds"] == 2

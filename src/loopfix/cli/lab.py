@@ -183,6 +183,7 @@ def experiment_command(
     steps: int = option(ExperimentConfig, "steps"),
     n: int = option(ExperimentConfig, "n"),
     temperatures: str = option(ExperimentConfig, "temperatures"),
+    graph: str = option(ExperimentConfig, "graph"),
     threads: int = option(ExperimentConfig, "threads"),
 ) -> None:
     from loopfix.experiments import EXPERIMENTS, experiment_named, run_experiment
@@ -202,6 +203,7 @@ def experiment_command(
             "steps": steps,
             "n": n,
             "temperatures": parse_temperatures(temperatures),
+            "graph": graph,
             "threads": threads,
         },
     )

@@ -25,7 +25,10 @@ class Experiment:
     arms: Callable[[TrainConfig], dict[str, TrainConfig]]
 
 
-def base_recipe(steps: int, threads: int) -> TrainConfig:
+def base_recipe(steps: int, threads: int, graph: tuple[int, int] = (3, 3)) -> TrainConfig:
     """The recipe every experiment varies: the bundled `stargraph-clean` testbed's (a teacher
-    that never loops, so a loop is the student's own), at the experiment's step count."""
-    return VARIANTS["stargraph-clean"].model_copy(update={"steps": steps, "threads": threads})
+    that never loops, so a loop is the student's own), at the experiment's step count and on
+    its graph shape G(k, d)."""
+    arms, depth = graph
+    update = {"steps": steps, "threads": threads, "arms": arms, "depth": depth}
+    return VARIANTS["stargraph-clean"].model_copy(update=update)

@@ -26,6 +26,12 @@ class ExperimentConfig(BaseModel):
         min_length=1,
         description="evaluation temperatures",
     )
+    graph: list[int] = Field(
+        default_factory=lambda: [3, 3],
+        min_length=2,
+        max_length=2,
+        description="k,d: the star graph G(k, d) every arm trains and is evaluated on",
+    )
     threads: int = Field(
         1, ge=1, description="torch CPU threads (1: a tiny model gains nothing from more)"
     )

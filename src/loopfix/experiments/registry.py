@@ -7,8 +7,11 @@ from loopfix.experiments import (
     batch,
     curriculum,
     deloop_distill,
+    hints,
     loop_data,
     margin,
+    memory,
+    multi_step,
     precision,
 )
 from loopfix.experiments.base import Experiment, ExperimentError
@@ -25,6 +28,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         curriculum,
         deloop_distill,
         attention_decay,
+        hints,
+        memory,
+        multi_step,
     )
 }
 

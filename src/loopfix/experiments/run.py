@@ -51,8 +51,9 @@ class Plan(BaseModel):
 
 def plan_of(config: ExperimentConfig) -> Plan:
     experiment = experiment_named(config.name)
-    arms = experiment.arms(base_recipe(config.steps, config.threads))
-    return Plan(experiment=config, claim=experiment.claim, arms=arms)
+    arms, depth = config.graph
+    recipe = base_recipe(config.steps, config.threads, (arms, depth))
+    return Plan(experiment=config, claim=experiment.claim, arms=experiment.arms(recipe))
 
 
 def claim_out(out: Path, plan: Plan) -> None:

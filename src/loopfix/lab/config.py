@@ -92,6 +92,22 @@ class TrainConfig(BaseModel):
     attention_decay_factor: float = Field(
         0.5, gt=0, le=1, allow_inf_nan=False, description="the factor of attention_decay_steps"
     )
+    visited_memory: bool = Field(
+        False,
+        description="a learned marker added to the embedding of every node token of the walk: "
+        "the visited set as keys the model can attend to (lab.memory)",
+    )
+    multi_step_heads: int = Field(
+        0,
+        ge=0,
+        description="training-only heads predicting the tokens 2 .. n+1 ahead, dropped at "
+        "inference (0 = none; lab.multistep)",
+    )
+    hints: bool = Field(
+        False,
+        description="after a first quarter of steps, a hint `? target ... first :` before every "
+        "walk token of the kind where the student's loss was highest (lab.hints)",
+    )
     seed: int = Field(0, description="seed for weights and data")
     threads: int = Field(2, ge=1, description="torch CPU threads")
 

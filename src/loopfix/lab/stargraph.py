@@ -73,6 +73,11 @@ class StarGraph:
         )
 
 
+def prompt_length(arms: int, depth: int) -> int:
+    """Tokens in the prompt of a G(arms, depth) graph: `<s>`, three per edge, `? root target :`."""
+    return 1 + 3 * arms * depth + 4
+
+
 def make_graph(rng: random.Random, arms: int, depth: int) -> StarGraph:
     nodes = rng.sample(range(len(NODE_NAMES)), 1 + arms * depth)
     root = nodes[0]

@@ -12,8 +12,10 @@ Steps:
 3. AdamW with warm-up and cosine decay over a fixed number of steps (deterministic for a seed);
    optionally a penalty on the probability of already-visited nodes (`margin_weight`), reduced
    precision (`precision`), curriculum stages that take the loss off repeated excursions
-   (`lab.curriculum`), teacher walks de-looped as `loopfix clean` would (`lab.deloop`) and a
-   decay on attention to recent positions (`lab.attention`).
+   (`lab.curriculum`), teacher walks de-looped as `loopfix clean` would (`lab.deloop`), a
+   decay on attention to recent positions (`lab.attention`), a visited-set marker on the
+   walk's nodes (`lab.memory`) and training-only heads that predict further ahead
+   (`lab.multistep`).
 4. Save model (in fp32 whatever it trained in), tokenizer and `training.json` (config, seed,
    versions, time, tokens, FLOPs estimate) into one folder.
 """
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,6 +41,9 @@ from loopfix.lab.attention import DECAY_KEY, use_attention_decay
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.curriculum import loss_mask, stage_at
 from loopfix.lab.deloop import deloop_walk
+from loopfix.lab.hints import HINT_PROBE_SHARE, POSITION_KINDS, insert_hints, position_kinds
+from loopfix.lab.memory import add_visited_memory, store_marker
+from loopfix.lab.multistep import MultiStepHeads
 from loopfix.lab.stargraph import (
     BOS_ID,
     EOS_ID,
@@ -46,6 +52,7 @@ from loopfix.lab.stargraph import (
     VOCABULARY,
     looping_teacher_walk,
     make_graph,
+    prompt_length,
     teacher_walk,
 )
 from loopfix.lab.tokenizer import build_tokenizer
@@ -87,10 +94,46 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
 
 
 @dataclass(frozen=True)
+class Extras:
+    """What trains beside the model's own weights: the memory's marker (saved into the model's
+    config) and the multi-step heads (dropped), and the parameters every token passes through
+    in them that the model's count leaves out (for the FLOPs estimate)."""
+
+    marker: torch.nn.Parameter | None
+    heads: MultiStepHeads | None
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return ([self.marker] if self.marker is not None else []) + (
+            list(self.heads.parameters()) if self.heads is not None else []
+        )
+
+    def flops_parameters(self, model: torch.nn.Module) -> int:
+        marker = 0 if self.marker is None else self.marker.numel()
+        heads = 0 if self.heads is None else self.heads.flops_parameters(model.lm_head)  # type: ignore[arg-type]
+        return marker + heads
+
+
+def training_extras(model: torch.nn.Module, config: TrainConfig) -> Extras:
+    """The memory's marker (put on `model` here) and the multi-step heads, as configured."""
+    marker = (
+        add_visited_memory(model, prompt_length(config.arms, config.depth))
+        if config.visited_memory
+        else None
+    )
+    heads = (
+        MultiStepHeads(config.hidden_size, config.multi_step_heads)
+        if config.multi_step_heads
+        else None
+    )
+    return Extras(marker, heads)
+
+
+@dataclass(frozen=True)
 class Batch:
     ids: torch.Tensor
     labels: torch.Tensor  # -100 outside the walk and wherever the walk carries no loss
     delooped: int  # walks the de-looping dropped or cut
+    kinds: torch.Tensor  # per token: its walk position kind (lab.hints), -1 outside the walk
 
 
 def make_batch(
@@ -99,12 +142,14 @@ def make_batch(
     looping: int,
     loop_rng: random.Random | None = None,
     stage: int = 3,
+    hint_kind: int | None = None,
 ) -> Batch:
     """One step's walks; the first `looping` of them loop. Every row draws its graph and clean
     walk from `rng`, a looping row then its looping walk from `loop_rng` (`rng` when None), so
     `rng` advances alike whatever `looping` is. A walk the de-looping drops stays in the batch
-    without loss, so the stream and the batch size stay those of the other arms."""
-    sequences, masks = [], []
+    without loss, so the stream and the batch size stay those of the other arms. With
+    `hint_kind`, every walk gets its hints before the tokens of that kind (`lab.hints`)."""
+    sequences, masks, kinds = [], [], []
     delooped = 0
     for index in range(config.batch_size):
         graph = make_graph(rng, config.arms, config.depth)
@@ -116,18 +161,36 @@ def make_batch(
         kept = deloop_walk(walk, config.deloop)
         delooped += kept != walk
         walk = walk if kept is None else kept
+        if hint_kind is not None:
+            walk = insert_hints(walk, graph, hint_kind)
         prompt = graph.prompt_ids()
+        kinds.append([-1] * len(prompt) + position_kinds(walk))
         sequences.append(prompt + walk)
         walk_mask = [False] * len(walk) if kept is None else loss_mask(walk, stage)
         masks.append([False] * len(prompt) + walk_mask)
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
     labels = torch.full_like(ids, -100)
+    kind_ids = torch.full_like(ids, -1)
     for row, (sequence, mask) in enumerate(zip(sequences, masks, strict=True)):
         ids[row, : len(sequence)] = torch.tensor(sequence)
+        kind_ids[row, : len(sequence)] = torch.tensor(kinds[row])
         carries = torch.tensor(mask)
         labels[row, : len(sequence)][carries] = ids[row, : len(sequence)][carries]
-    return Batch(ids, labels, delooped)
+    return Batch(ids, labels, delooped, kind_ids)
+
+
+def loss_by_kind(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor) -> list[float]:
+    """The mean next-token loss at the walk tokens of each position kind (`lab.hints`; nan for
+    a kind the batch lacks), for choosing where the hints go."""
+    losses = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(), reduction="none"
+    ).view_as(labels[:, 1:])
+    carried = labels[:, 1:] != -100
+    return [
+        float(losses[(kinds[:, 1:] == kind) & carried].mean())
+        for kind in range(len(POSITION_KINDS))
+    ]
 
 
 def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -163,8 +226,9 @@ def train(
     loop_rng = np.random.default_rng(config.seed + 2000)
     loop_walk_rng = random.Random(config.seed + 3000)
     model = build_model(config)
+    extras = training_extras(model, config)
     optimizer = torch.optim.AdamW(
-        model.parameters(),
+        [*model.parameters(), *extras.parameters()],
         lr=config.learning_rate,
         weight_decay=0.01,
         betas=(0.9, 0.98),
@@ -172,9 +236,17 @@ def train(
         eps=1e-4 if config.precision == "fp16" else 1e-8,
     )
     scaler = torch.amp.GradScaler("cpu", enabled=config.precision == "fp16-amp")
+    final_hidden: list[torch.Tensor] = []
+    decoder: Any = model.model
+    output_layer: Any = model.lm_head  # a Llama's decoder; the heads read its final normed state
+    if extras.heads is not None:
+        decoder.norm.register_forward_hook(lambda _m, _i, out: final_hidden.append(out))
     started = time.perf_counter()
     losses: list[float] = []
     looping_walks = tokens = delooped = 0
+    hint_kind: int | None = None
+    kind_losses: list[float] = []
+    probe_step = round(HINT_PROBE_SHARE * config.steps) - 1 if config.hints else -1
     for step in range(config.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
@@ -183,19 +255,25 @@ def train(
             share = min(1.0, config.loop_fraction / config.loop_batch_fraction)
             looping = int(loop_rng.binomial(config.batch_size, share))
         looping_walks += looping
-        batch = make_batch(data_rng, config, looping, loop_walk_rng, stage_at(config, step))
+        stage = stage_at(config, step)
+        batch = make_batch(data_rng, config, looping, loop_walk_rng, stage, hint_kind)
         ids, labels = batch.ids, batch.labels
         delooped += batch.delooped
         tokens += int((ids != PAD_ID).sum())
         with autocast(config):
             output = model(input_ids=ids, labels=labels)
         loss = output.loss.float()
+        if step == probe_step:  # hints from the next step on, where the loss is highest
+            kind_losses = loss_by_kind(output.logits.detach(), labels, batch.kinds)
+            hint_kind = int(np.nanargmax(kind_losses))
         if config.margin_weight > 0:
             loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
+        if extras.heads is not None:
+            loss = loss + extras.heads.loss(final_hidden.pop(), output_layer, labels)
         optimizer.zero_grad()
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([*model.parameters(), *extras.parameters()], 1.0)
         scaler.step(optimizer)
         scaler.update()
         losses.append(loss.item())
@@ -203,6 +281,8 @@ def train(
             on_step(step, float(np.mean(losses[-50:])))
     seconds = time.perf_counter() - started
     parameters = sum(p.numel() for p in model.parameters())
+    if extras.marker is not None:
+        store_marker(model, extras.marker, prompt_length(config.arms, config.depth))
     metadata: dict[str, object] = {
         "config": config.model_dump(),
         "parameters": parameters,
@@ -212,8 +292,15 @@ def train(
         "delooped_walk_share": delooped / (config.steps * config.batch_size),
         "train_seconds": round(seconds, 1),
         "train_tokens": tokens,
-        # the usual 6 x parameters x tokens (forward and backward), attention left out
-        "train_flops": 6 * parameters * tokens,
+        # the usual 6 x parameters x tokens (forward and backward), attention left out; the
+        # memory's marker and the multi-step heads (with their pass through the output layer)
+        # count as parameters here
+        "train_flops": 6 * (parameters + extras.flops_parameters(model)) * tokens,
+        **(
+            {"hints": {"kind": POSITION_KINDS[hint_kind], "losses": kind_losses}}
+            if hint_kind is not None
+            else {}
+        ),
         "torch": torch.__version__,
         "python": platform.python_version(),
     }

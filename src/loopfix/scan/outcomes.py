@@ -8,11 +8,11 @@ Loop is `is_loop`, the one loop definition, in every classifier.
 
 from __future__ import annotations
 
-from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
+from loopfix.lab.stargraph import StarGraph, score_walk
 from loopfix.records import Sample
 from loopfix.scan.summary import is_loop
 from loopfix.suites import SuiteItem
-from loopfix.suites.checkers import answer_part
+from loopfix.suites.checkers import scored_walk
 
 __all__ = ["GENERIC_OUTCOMES", "STARGRAPH_OUTCOMES", "classify_outcome", "outcome_classes"]
 
@@ -36,7 +36,7 @@ def classify_outcome(item: SuiteItem, sample: Sample) -> str:
     if sample.finish_reason == "length":
         return "cap_without_loop"
     if stargraph:
-        walk = walk_from_text(answer_part(sample.text), stopped=True)
+        walk = scored_walk(item.meta, sample.text, stopped=True)
         valid = score_walk(StarGraph.from_dict(item.meta["graph"]), walk).valid
         return "wrong_stop" if valid else "illegal"
     return "unjudged" if sample.correct is None else "wrong_stop"

@@ -4,7 +4,8 @@ temperature, and the confidence flywheel. It lives in `scan`, not `lab`: it is a
 
 Steps:
 1. Draw fresh graphs from a seed the trainer never uses (training draws from seed + 1000): the
-   built-in `stargraph` suite.
+   built-in `stargraph` suite, in the testbed's shape (a G(5, 5) testbed on G(5, 5) graphs,
+   written as a suite file into the scan's folder).
 2. Scan them with `loopfix.scan.run_scan` (one walk per graph and temperature, on the HF decode
    engine), so a walk is judged exactly as every other scan judges a sample: loop by
    `loopfix.scan.summary.is_loop`, class by the star graph's outcome classifier.
@@ -30,10 +31,11 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from loopfix.atomic import write_json_atomic
+from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.backends.hf import HFBackend
 from loopfix.lab.attention import use_attention_decay
 from loopfix.lab.config import EVAL_SEED, LabEvalConfig, TrainConfig
+from loopfix.lab.memory import use_visited_memory
 from loopfix.lab.stargraph import (
     BACK_ID,
     PAD_ID,
@@ -42,15 +44,13 @@ from loopfix.lab.stargraph import (
     make_graph,
     score_walk,
     teacher_walk,
-    walk_from_text,
 )
 from loopfix.records import Sample, SampleStore
 from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.outcomes import STARGRAPH_OUTCOMES
 from loopfix.scan.summary import setting_summary
 from loopfix.suites import SuiteItem, stargraph_suite
-from loopfix.suites.builtin import STARGRAPH_ARMS, STARGRAPH_DEPTH
-from loopfix.suites.checkers import answer_part
+from loopfix.suites.checkers import scored_walk
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,23 @@ def testbed_config(model: PreTrainedModel) -> TrainConfig:
 
 
 def testbed_suite(model: PreTrainedModel, n: int, seed: int) -> list[SuiteItem]:
-    """`n` fresh graphs of the testbed's task as suite items (the built-in `stargraph` suite,
-    whose shape every `loopfix lab train` testbed has)."""
+    """`n` fresh graphs of the testbed's task as suite items: the built-in `stargraph` suite,
+    in the shape the testbed was trained on (G(3, 3) unless its config says otherwise)."""
     config = testbed_config(model)
-    if (config.arms, config.depth) != (STARGRAPH_ARMS, STARGRAPH_DEPTH):
-        raise ValueError(
-            f"the testbed was trained on G({config.arms}, {config.depth}) graphs; the stargraph "
-            f"suite is G({STARGRAPH_ARMS}, {STARGRAPH_DEPTH})"
-        )
-    return stargraph_suite(n, seed)
+    return stargraph_suite(n, seed, config.arms, config.depth, config.hints)
+
+
+def suite_spec(items: list[SuiteItem], seed: int, folder: Path) -> str:
+    """What the scan loads: the built-in suite by name when these are its items, else these items
+    written as a suite file into the scan's folder (the same file on a rerun, so it resumes)."""
+    meta = items[0].meta
+    if items == stargraph_suite(len(items), seed):
+        return "stargraph"
+    hinted = "-hints" if meta.get("hints") else ""
+    path = folder / f"stargraph-G{meta['arms']}x{meta['depth']}{hinted}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, "".join(json.dumps(item.to_dict()) + "\n" for item in items))
+    return str(path)
 
 
 def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> TemperatureResult:
@@ -111,8 +119,9 @@ def temperature_result(samples: list[Sample], items: dict[str, SuiteItem]) -> Te
     summary = setting_summary(samples)
     legal = moves = valid = pairs = repeats = 0
     for sample in samples:
-        graph = StarGraph.from_dict(items[sample.prompt_id].meta["graph"])
-        walk = walk_from_text(answer_part(sample.text), sample.finish_reason == "stop")
+        meta = items[sample.prompt_id].meta
+        graph = StarGraph.from_dict(meta["graph"])
+        walk = scored_walk(meta, sample.text, sample.finish_reason == "stop")
         score = score_walk(graph, walk)
         legal, moves, valid = legal + score.legal_moves, moves + score.moves, valid + score.valid
         choices = arm_choices(graph, walk)
@@ -208,8 +217,10 @@ def evaluate_testbed(
     out: Path | None = None,
 ) -> LabEvaluation:
     """`out`: keep the scan there (records, summary, report.html; resumable); None: a temporary
-    folder. A testbed trained with decayed attention (`lab.attention`) generates with it."""
+    folder. A testbed trained with decayed attention (`lab.attention`) or the visited-set memory
+    (`lab.memory`) generates with it."""
     use_attention_decay(model)
+    use_visited_memory(model)
     settings = settings or LabEvalConfig()
     n, seed, max_new_tokens = settings.n, settings.seed, settings.max_new_tokens
     items = testbed_suite(model, n, seed)
@@ -217,7 +228,7 @@ def evaluate_testbed(
         folder = Path(out) if out is not None else Path(temporary)
         config = ScanConfig(
             model=str(getattr(model, "name_or_path", "testbed")),
-            suite="stargraph",
+            suite=suite_spec(items, seed, folder),
             n=n,
             temperatures=list(settings.temperatures),
             seed=seed,

@@ -26,15 +26,25 @@ __all__ = ["BUILTIN_SUITES", "arith_suite", "sequence_suite", "stargraph_suite"]
 STARGRAPH_ARMS, STARGRAPH_DEPTH = 3, 3
 
 
-def stargraph_suite(n: int, seed: int) -> list[SuiteItem]:
-    graphs = make_graphs(seed, n, STARGRAPH_ARMS, STARGRAPH_DEPTH)
+def stargraph_suite(
+    n: int,
+    seed: int,
+    arms: int = STARGRAPH_ARMS,
+    depth: int = STARGRAPH_DEPTH,
+    hints: bool = False,
+) -> list[SuiteItem]:
+    """`n` graphs of G(arms, depth); the built-in suite is G(3, 3), another shape is what a
+    testbed trained on it is evaluated on (`scan.testbed`). `hints`: the walks are scored
+    without the `? ... :` hints a testbed trained with them writes (`lab.hints`)."""
+    graphs = make_graphs(seed, n, arms, depth)
     return [
         SuiteItem(
             id=f"stargraph-{seed}-{index}",
             prompt=render(graph.prompt_ids()),
             answer=render(graph.optimal_walk()[:-1]),
             checker="stargraph",
-            meta={"graph": graph.to_dict(), "arms": STARGRAPH_ARMS, "depth": STARGRAPH_DEPTH},
+            meta={"graph": graph.to_dict(), "arms": arms, "depth": depth}
+            | ({"hints": True} if hints else {}),
         )
         for index, graph in enumerate(graphs)
     ]

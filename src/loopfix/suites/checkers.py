@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
-from loopfix.lab.stargraph import BOS, EOS, EOS_ID, PAD, PAD_ID, TOKEN_ID, StarGraph, score_walk
+from loopfix.lab.hints import strip_hints
+from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
 from loopfix.suites.items import SuiteError
 from loopfix.suites.tasks import check_task
 
@@ -121,18 +122,20 @@ def _check_sequence(text: str, answer: str, meta: Mapping[str, object]) -> bool:
     return numbers == [int(number) for number in _WHOLE_NUMBER.findall(answer)]
 
 
+def scored_walk(item_meta: Mapping[str, object], text: str, stopped: bool) -> list[int]:
+    """The walk a star-graph answer names (`walk_from_text` on its answer part), without the
+    hints a testbed trained with them writes when the item says so (`lab.hints`)."""
+    walk = walk_from_text(answer_part(text), stopped)
+    return strip_hints(walk) if item_meta.get("hints") else walk
+
+
 def _check_stargraph(text: str, meta: Mapping[str, object], stopped: bool) -> bool:
     # The walk is read back from the words of the text, so the checker works on any backend's
     # output; EOS is not part of the text, so whether generation stopped comes separately.
-    # An unknown word becomes <pad>, which score_walk judges an illegal move.
     graph = meta.get("graph")
     if not isinstance(graph, dict):
         raise SuiteError("a stargraph item's meta needs its 'graph' (an object)")
-    words = [word for word in text.split() if word not in (BOS, EOS, PAD)]
-    walk = [TOKEN_ID.get(word, PAD_ID) for word in words]
-    if stopped:
-        walk.append(EOS_ID)
-    return score_walk(StarGraph.from_dict(graph), walk).success
+    return score_walk(StarGraph.from_dict(graph), scored_walk(meta, text, stopped)).success
 
 
 def _compare(extract: Callable[[str], str | None]) -> Callable[[str, str], bool]:
