@@ -22,7 +22,7 @@ from loopfix.experiments import (
     ExperimentError,
     run_experiment,
 )
-from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE
+from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE, ExperimentSummary
 from loopfix.lab.attention import recent_bias, use_attention_decay
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.curriculum import loss_mask, repeated_excursions, stage_at
@@ -134,6 +134,20 @@ def test_the_cli_runs_an_experiment_into_out(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--seeds", "2", "--steps", "1", "--n", "2"])
     assert result.exit_code == 0, result.output
     assert "## T = 0" in result.output and (tmp_path / "plot.svg").is_file()
+
+
+def test_two_jobs_at_once_give_what_one_gives(tmp_path: Path) -> None:
+    # Each (arm, seed) trains in its own spawned process: same seeds, same data stream, so the
+    # same models and numbers as one after the other.
+    config = ExperimentConfig(name="margin", **TINY)
+    one = run_experiment(config, tmp_path / "one", [].append)
+    two = run_experiment(config, tmp_path / "two", [].append, jobs=2)
+
+    def numbers(summary: ExperimentSummary) -> list[object]:  # every cell but the wall time
+        return [c for c in summary.to_dict()["cells"] if c["metric"] != "train_seconds"]
+
+    assert numbers(two) == numbers(one)
+    assert run_records(tmp_path / "two").keys() == run_records(tmp_path / "one").keys()
 
 
 GRAPH = StarGraph(root=0, arms=((1, 2), (3, 4), (5, 6)), edges=(), target_arm=2)

@@ -185,6 +185,13 @@ def experiment_command(
     temperatures: str = option(ExperimentConfig, "temperatures"),
     graph: str = option(ExperimentConfig, "graph"),
     threads: int = option(ExperimentConfig, "threads"),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="(arm, seed) models trained at once, each in its own process (one per core: "
+        "2 on a 2-core machine); not part of the plan, so a run may resume with another",
+    ),
 ) -> None:
     from loopfix.experiments import EXPERIMENTS, experiment_named, run_experiment
 
@@ -208,5 +215,5 @@ def experiment_command(
         },
     )
     folder = out if out is not None else Path("runs") / f"experiment-{name}"
-    run_experiment(config, folder, lambda line: console.print(line, markup=False))
+    run_experiment(config, folder, lambda line: console.print(line, markup=False), jobs)
     console.print((folder / "table.md").read_text(), markup=False)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -110,27 +112,57 @@ def train_and_evaluate(
     return {"training": training, "evaluation": evaluation.to_dict()}
 
 
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def _train_and_store(
+    train_config: TrainConfig, config: ExperimentConfig, folder: Path, label: str
+) -> None:
+    """One job in a worker process: its lines go to the worker's stdout."""
+    record = train_and_evaluate(train_config, config, folder, _print_line, label)
+    write_json_atomic(folder / "result.json", record)
+
+
 def run_experiment(
-    config: ExperimentConfig, out: Path, report: Report = print
+    config: ExperimentConfig, out: Path, report: Report = print, jobs: int = 1
 ) -> ExperimentSummary:
-    """Train and evaluate every (arm, seed) not yet in OUT, then write the summary files."""
+    """Train and evaluate every (arm, seed) not yet in OUT, `jobs` at a time (each in its own
+    process when more than one), then write the summary files."""
     plan = plan_of(config)
     claim_out(out, plan)
     arms = plan.arms
-    records: dict[str, list[RunNumbers]] = {arm: [] for arm in arms}
-    jobs = [(seed, arm) for seed in range(config.seeds) for arm in arms]
-    for number, (seed, arm) in enumerate(jobs, 1):
+    todo = []
+    for number, (seed, arm) in enumerate(
+        [(seed, arm) for seed in range(config.seeds) for arm in arms], 1
+    ):
+        label = f"[{number}/{config.seeds * len(arms)}] {arm} seed {seed}"
         folder = run_folder(out, arm, seed)
-        result_file = folder / "result.json"
-        label = f"[{number}/{len(jobs)}] {arm} seed {seed}"
-        if result_file.is_file():
+        if (folder / "result.json").is_file():
             report(f"{label}: done before, kept")
-        else:
-            report(f"{label}: training {arms[arm].steps} steps, then evaluating")
-            seeded = arms[arm].model_copy(update={"seed": seed})
-            record = train_and_evaluate(seeded, config, folder, report, label)
-            write_json_atomic(result_file, record)
-        records[arm].append(RunNumbers.model_validate_json(result_file.read_text()))
+            continue
+        report(f"{label}: training {arms[arm].steps} steps, then evaluating")
+        todo.append((arms[arm].model_copy(update={"seed": seed}), folder, label))
+    if jobs == 1:
+        for train_config, folder, label in todo:
+            record = train_and_evaluate(train_config, config, folder, report, label)
+            write_json_atomic(folder / "result.json", record)
+    else:
+        # Spawned, not forked: each worker starts its own torch with its own threads.
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            submitted = [
+                pool.submit(_train_and_store, train_config, config, folder, label)
+                for train_config, folder, label in todo
+            ]
+            for job in submitted:
+                job.result()  # a worker's error, raised here
+    records = {
+        arm: [
+            RunNumbers.model_validate_json((run_folder(out, arm, seed) / "result.json").read_text())
+            for seed in range(config.seeds)
+        ]
+        for arm in arms
+    }
     summary = summarise(config.name, plan.claim, records, config.temperatures)
     write_json_atomic(out / "experiment.json", summary.to_dict())
     write_text_atomic(out / "table.md", table_markdown(summary))
