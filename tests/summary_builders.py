@@ -1,7 +1,8 @@
 """Hand-built summaries for tests of what reads them (a ranking, a recommendation): the rates
 given, every other count a plain default."""
 
-from loopfix.summaries import Rate, SettingSummary
+from loopfix.scan.stats import mcnemar_exact
+from loopfix.summaries import Paired, Rate, SettingSummary, Shift
 
 
 def setting_summary(
@@ -35,4 +36,22 @@ def setting_summary(
         p90_length=mean_length,
         unknown_lengths=0,
         outcomes={},
+    )
+
+
+def answers_paired(rescues: int, regressions: int, pairs: int) -> Paired:
+    """A pairing that counts answers only (its rates unmeasured)."""
+    unmeasured = Shift(None, None, None)
+    return Paired(
+        pairs=pairs,
+        judged_pairs=pairs,
+        rescues=rescues,
+        regressions=regressions,
+        mcnemar_p=mcnemar_exact(rescues, regressions),
+        loops_removed=0,
+        loops_added=0,
+        loop_rate=unmeasured,
+        cut_rate=unmeasured,
+        accuracy=unmeasured,
+        mean_length=unmeasured,
     )

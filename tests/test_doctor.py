@@ -22,12 +22,10 @@ from loopfix.records import read_samples
 from loopfix.repair import RepairConfig
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.config import NothingGeneratedError
-from loopfix.scan.stats import mcnemar_exact
-from loopfix.summaries import Paired, Shift
 from tests.backends.fake_openai import fake_server, sse
 from tests.repair.small import SMALL_TESTBED_REPAIR
 from tests.report.test_report import CHROMIUM, chromium, png_pixels
-from tests.summary_builders import setting_summary
+from tests.summary_builders import answers_paired, setting_summary
 
 # The repair stage at test size (the pipeline is the doctor's, only smaller).
 SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 50, "gen_batch_size": 50})
@@ -264,20 +262,7 @@ def _measure(rows: list[tuple[float, float, float, float | None]]) -> MeasureSta
 
 
 def _guard(guard: str, plus: int, minus: int, cut: float, accuracy: float | None) -> GuardEntry:
-    unmeasured = Shift(None, None, None)
-    paired = Paired(
-        pairs=10,
-        judged_pairs=10,
-        rescues=plus,
-        regressions=minus,
-        mcnemar_p=mcnemar_exact(plus, minus),
-        loops_removed=0,
-        loops_added=0,
-        loop_rate=unmeasured,
-        cut_rate=unmeasured,
-        accuracy=unmeasured,
-        mean_length=unmeasured,
-    )
+    paired = answers_paired(plus, minus, pairs=10)
     summary = setting_summary(0.0, cut, cut, accuracy, mean_length=9.0)
     return GuardEntry(guard, summary, paired, 0, None, "runs")
 

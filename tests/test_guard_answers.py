@@ -18,27 +18,12 @@ from loopfix.cli.compare import compare_table
 from loopfix.guard_summaries import CompareResult, GuardEntry
 from loopfix.report.guard_comparison import COLUMNS, write_compare_report
 from loopfix.scan.guard_comparison import _with_ranks, answers_first, ranked, significant_loss
-from loopfix.scan.stats import mcnemar_exact
-from loopfix.summaries import BackendRan, Paired, Shift
-from tests.summary_builders import setting_summary
-
-UNMEASURED = Shift(None, None, None)
+from loopfix.summaries import BackendRan
+from tests.summary_builders import answers_paired, setting_summary
 
 
 def entry(guard: str, plus: int, minus: int, cut: float, loop: float, length: float) -> GuardEntry:
-    paired = Paired(
-        pairs=40,
-        judged_pairs=40,
-        rescues=plus,
-        regressions=minus,
-        mcnemar_p=mcnemar_exact(plus, minus),
-        loops_removed=0,
-        loops_added=0,
-        loop_rate=UNMEASURED,
-        cut_rate=UNMEASURED,
-        accuracy=UNMEASURED,
-        mean_length=UNMEASURED,
-    )
+    paired = answers_paired(plus, minus, pairs=40)
     return GuardEntry(
         guard=guard,
         summary=setting_summary(0.0, loop, cut, 0.5, n=40, mean_length=length),
