@@ -1,8 +1,11 @@
-"""A patched SmolLM2 GGUF, reloaded: do its greedy outputs match the patched HF model's?
+"""A patched GGUF, reloaded: do its greedy outputs match the patched HF model's?
 
-    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--prompts 16] [--seed 0]
-        [--max-new-tokens 40] [--layers 4,20] [--k 16] [--alpha 4] [--patch PATCH]
-        [--threads 1] [--llama-python PY]
+    PYTHONPATH=src .venv/bin/python bench/bench_gguf_export.py [--model smollm2] [--suite arith]
+        [--prompts 16] [--seed 0] [--max-new-tokens 40] [--layers 4,20] [--k 16] [--alpha 4]
+        [--patch PATCH] [--threads 1] [--llama-python PY]
+
+`--model NAME`: a packaged GGUF (`loopfix:NAME`: smollm2, gemma3-270m); any but smollm2 needs
+`--patch` (the recipe below is SmolLM2's). Prompts: `--suite` rendered as a scan renders them.
 
 Builds a real patch on SmolLM2-135M-Instruct (float32, from `loopfix:smollm2`): the `--k`
 down_proj columns of each of `--layers` that write most along a seeded direction, edited along
@@ -79,16 +82,20 @@ def llama_cpp(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2", help="packaged GGUF: loopfix:NAME")
+    parser.add_argument("--suite", default="arith", help="suite the prompts come from")
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=40)
     parser.add_argument("--layers", default="4,20")
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--alpha", type=float, default=4.0)
     parser.add_argument("--patch", type=Path, default=None, help="a patch instead of the recipe")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the arith prompts")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the suite's prompts")
     parser.add_argument("--llama-python", default=None)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    if args.model != "smollm2" and args.patch is None:
+        parser.error("--patch: the built-in recipe is SmolLM2's; give a patch for this model")
 
     import torch
 
@@ -96,14 +103,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     work = Path(tempfile.mkdtemp(prefix="bench-gguf-export."))
     from loopfix.models import CACHE_DIR_VARIABLE, load_model
-    from loopfix.models.gguf import packaged_model_path
+    from loopfix.models.packaged import packaged_model_path
     from loopfix.patch import GgufExportConfig, build_patch, export_patched_gguf, patched
     from loopfix.patch.format import load_patch, resolve_patch_path
-    from loopfix.suites import arith_suite
+    from loopfix.suites import load_suite
     from loopfix.suites.render import prompt_ids
     from tests.patch.helpers import smollm2_requests
 
-    model, tokenizer = load_model("loopfix:smollm2", device="cpu")
+    model, tokenizer = load_model(f"loopfix:{args.model}", device="cpu")
     # Written files are converted into a throwaway cache (538 MB each), not the user's.
     os.environ[CACHE_DIR_VARIABLE] = str(work / "cache")
     if args.patch is not None:
@@ -115,14 +122,17 @@ def main() -> None:
             model, smollm2_requests(model, layers, args.k, args.alpha), model_id="loopfix:smollm2"
         )
         described = {"layers": layers, "k": args.k, "alpha": args.alpha}
-    prompts = [prompt_ids(item, tokenizer) for item in arith_suite(args.prompts, seed=args.seed)]
+    items = load_suite(args.suite, args.prompts, args.seed)
+    prompts = [prompt_ids(item, tokenizer) for item in items]
     base = greedy(model, tokenizer, prompts, args.max_new_tokens)
     with patched(model, patch):
         reference = greedy(model, tokenizer, prompts, args.max_new_tokens)
     eos = int(tokenizer.eos_token_id)
-    source = packaged_model_path("smollm2")
+    source = packaged_model_path(args.model)
     report: dict[str, object] = {
         "patch": {**described, "touched_fraction": patch.touched_fraction},
+        "model": args.model,
+        "suite": args.suite,
         "prompts": args.prompts,
         "seed": args.seed,
         "max_new_tokens": args.max_new_tokens,

@@ -214,7 +214,7 @@ _BAD_INPUTS = {
     "unknown architecture": (
         _unknown_architecture,
         lambda tmp, model: tmp / "out.gguf",
-        "does not know the GGUF tensor layout of architecture 'gpt2' (known: llama)",
+        "does not know the GGUF tensor layout of architecture 'gpt2' (known: gemma3, llama)",
     ),
     "truncated file": (
         _truncated,

@@ -5,8 +5,8 @@ uses): `model.layers.3.mlp.down_proj.weight` is `blk.3.ffn_down.weight`. Layout:
 lists its dimensions innermost first (ne0 = the input width), and its data read row-major is
 the torch weight's [out, in] array, so no transpose is needed. What does differ is per
 architecture and lives in `GGUF_LAYOUTS`: llama.cpp's converter permutes the rows of Llama's
-attn_q/attn_k within each head (rotary pairs (i, i + d/2) stored as (2i, 2i + 1)), and
-transformers undoes that on load. An architecture missing from the table is refused by name,
+attn_q/attn_k within each head (rotary pairs (i, i + d/2) stored as (2i, 2i + 1)), and stores
+Gemma's RMSNorm weights plus one (Gemma scales by 1 + w); transformers undoes both on load. An architecture missing from the table is refused by name,
 rather than written with a layout nobody checked.
 """
 
@@ -35,12 +35,17 @@ class GgufLayout:
 
     rope_permuted: tuple[str, ...]
     """GGUF tensor kinds (`attn_q`) whose rows llama.cpp's converter permutes per head."""
+    norm_offset: float = 0.0
+    """Added to every norm weight (tensor kinds ending in `norm`) by the converter."""
 
 
 GGUF_LAYOUTS: dict[str, GgufLayout] = {
     # Checked on SmolLM2-135M-Instruct (tests/models/test_gguf_tensors.py): every tensor of the
     # GGUF maps to the transformers-converted weight bit for bit.
     "llama": GgufLayout(rope_permuted=("attn_q", "attn_k")),
+    # Checked on Gemma 3 270M's Q4_K_M file (tests/patch/test_gguf_export_gemma3.py), all
+    # tensors bit for bit.
+    "gemma3": GgufLayout(rope_permuted=(), norm_offset=1.0),
 }
 
 
@@ -87,6 +92,8 @@ class GgufTensorMap:
 
     def to_hf(self, gguf_name: str, values: np.ndarray) -> np.ndarray:
         """GGUF-layout values (as `gguf.quants.dequantize` returns them) in the HF layout."""
+        if self._offset(gguf_name):
+            return values - np.float32(self.layout.norm_offset)
         heads = self._permuted_heads(gguf_name)
         if heads is None:
             return values
@@ -95,11 +102,16 @@ class GgufTensorMap:
 
     def to_gguf(self, gguf_name: str, values: np.ndarray) -> np.ndarray:
         """The inverse of `to_hf`."""
+        if self._offset(gguf_name):
+            return values + np.float32(self.layout.norm_offset)
         heads = self._permuted_heads(gguf_name)
         if heads is None:
             return values
         rows = values.reshape(heads, 2, -1, *values.shape[1:])
         return rows.swapaxes(1, 2).reshape(values.shape)
+
+    def _offset(self, gguf_name: str) -> bool:
+        return bool(self.layout.norm_offset) and gguf_name.split(".")[-2].endswith("norm")
 
     def _permuted_heads(self, gguf_name: str) -> int | None:
         kind = gguf_name.split(".")[-2]
