@@ -6,8 +6,9 @@ lists its dimensions innermost first (ne0 = the input width), and its data read 
 the torch weight's [out, in] array, so no transpose is needed. What does differ is per
 architecture and lives in `GGUF_LAYOUTS`: llama.cpp's converter permutes the rows of Llama's
 attn_q/attn_k within each head (rotary pairs (i, i + d/2) stored as (2i, 2i + 1)), and stores
-Gemma's RMSNorm weights plus one (Gemma scales by 1 + w); transformers undoes both on load. An architecture missing from the table is refused by name,
-rather than written with a layout nobody checked.
+Gemma's RMSNorm weights plus one (Gemma scales by 1 + w); transformers undoes both on load.
+An architecture missing from the table is refused by name, rather than written with a layout
+nobody checked.
 """
 
 from __future__ import annotations
