@@ -111,6 +111,7 @@ def main() -> None:
     from tests.patch.helpers import smollm2_requests
 
     model, tokenizer = load_model(f"loopfix:{args.model}", device="cpu")
+    source = packaged_model_path(args.model)  # a joined file lives in the user's cache
     # Written files are converted into a throwaway cache (538 MB each), not the user's.
     os.environ[CACHE_DIR_VARIABLE] = str(work / "cache")
     if args.patch is not None:
@@ -128,7 +129,6 @@ def main() -> None:
     with patched(model, patch):
         reference = greedy(model, tokenizer, prompts, args.max_new_tokens)
     eos = int(tokenizer.eos_token_id)
-    source = packaged_model_path(args.model)
     report: dict[str, object] = {
         "patch": {**described, "touched_fraction": patch.touched_fraction},
         "model": args.model,
