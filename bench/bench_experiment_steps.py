@@ -16,15 +16,14 @@ from pathlib import Path
 
 from loopfix.experiments import EXPERIMENTS
 from loopfix.experiments.base import base_recipe
+from loopfix.experiments.registry import HARDER_GRAPH, SIZE_AXIS
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.train import train
-
-SIZE_AXIS = ("loop-data", "margin")  # the experiments also timed on G(5,5)
 
 
 def arm_configs(steps: int) -> dict[str, TrainConfig]:
     configs = {}
-    for graph in ((3, 3), (5, 5)):
+    for graph in ((3, 3), HARDER_GRAPH):
         for name, experiment in EXPERIMENTS.items():
             if graph != (3, 3) and name not in SIZE_AXIS:
                 continue

@@ -17,10 +17,13 @@ from loopfix.cli import app
 from loopfix.detect import detect_text
 from loopfix.detect.clean import cut_text
 from loopfix.experiments import (
+    ALL,
     EXPERIMENTS,
     ExperimentConfig,
     ExperimentError,
+    every_experiment,
     run_experiment,
+    run_experiments,
 )
 from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE, ExperimentSummary
 from loopfix.lab.attention import recent_bias, use_attention_decay
@@ -148,6 +151,39 @@ def test_two_jobs_at_once_give_what_one_gives(tmp_path: Path) -> None:
 
     assert numbers(two) == numbers(one)
     assert run_records(tmp_path / "two").keys() == run_records(tmp_path / "one").keys()
+
+
+def test_experiments_run_together_train_each_distinct_model_once(tmp_path: Path) -> None:
+    # margin's and loop-data's baselines are the same recipe: trained once per seed, copied once
+    lines: list[str] = []
+    margin, _ = run_experiments(
+        [
+            (ExperimentConfig(name="margin", **TINY), tmp_path / "margin"),
+            (ExperimentConfig(name="loop-data", **TINY), tmp_path / "loop-data"),
+        ],
+        lines.append,
+    )
+    assert sum("copied from it" in line for line in lines) == 2
+    assert sum("training 2 steps" in line for line in lines) == 2 * (2 + 4 - 1)
+    kept = run_records(tmp_path / "margin")
+    copied = run_records(tmp_path / "loop-data")
+    for seed in (0, 1):
+        assert copied[f"0_/seed-{seed}"] == kept[f"no_margin/seed-{seed}"]
+    alone = run_experiment(ExperimentConfig(name="margin", **TINY), tmp_path / "alone", [].append)
+    assert [c for c in alone.cells if c.metric != "train_seconds"] == [
+        c for c in margin.cells if c.metric != "train_seconds"
+    ]
+    assert (tmp_path / "loop-data" / "runs" / "0_" / "seed-1" / "model" / "config.json").is_file()
+
+
+def test_all_is_every_experiment_and_the_size_axis_on_the_harder_graph() -> None:
+    runs = every_experiment(ExperimentConfig(name=ALL, seeds=3, steps=5))
+    assert set(runs) == {*EXPERIMENTS, "loop-data-g5x5", "margin-g5x5"}
+    assert runs["margin-g5x5"].name == "margin" and runs["margin-g5x5"].graph == [5, 5]
+    assert all(r.steps == 5 and r.seeds == 3 for r in runs.values())
+    assert all(runs[name].graph == [3, 3] and runs[name].name == name for name in EXPERIMENTS)
+    harder = every_experiment(ExperimentConfig(name=ALL, graph=[5, 5]))
+    assert set(harder) == set(EXPERIMENTS)
 
 
 GRAPH = StarGraph(root=0, arms=((1, 2), (3, 4), (5, 6)), edges=(), target_arm=2)

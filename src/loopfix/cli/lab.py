@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from loopfix.atomic import write_text_atomic
 from loopfix.cli.common import (
     TRUST_REMOTE_CODE,
     OptionError,
@@ -171,13 +172,19 @@ def eval_command(
     + examples(
         "loopfix lab experiment --list",
         "loopfix lab experiment loop-data --seeds 3 --steps 1000 --out runs/loop-data",
+        "loopfix lab experiment all --steps 1000 --jobs 2 --out runs/all",
     ),
 )
 def experiment_command(
-    name: str | None = typer.Argument(None, help="the experiment (see --list)"),
+    name: str | None = typer.Argument(
+        None, help="the experiment (see --list), or all: every one, each distinct model once"
+    ),
     list_names: bool = typer.Option(False, "--list", help="list the experiments and their claims"),
     out: Path | None = typer.Option(
-        None, "--out", help="results folder (resumable; default runs/experiment-NAME)"
+        None,
+        "--out",
+        help="results folder (resumable; default runs/experiment-NAME); for all, a folder per "
+        "experiment in it and table.md with every table",
     ),
     seeds: int = option(ExperimentConfig, "seeds"),
     steps: int = option(ExperimentConfig, "steps"),
@@ -193,15 +200,22 @@ def experiment_command(
         "2 on a 2-core machine); not part of the plan, so a run may resume with another",
     ),
 ) -> None:
-    from loopfix.experiments import EXPERIMENTS, experiment_named, run_experiment
+    from loopfix.experiments import (
+        ALL,
+        EXPERIMENTS,
+        every_experiment,
+        experiment_named,
+        run_experiments,
+    )
 
     if list_names:
         for experiment in EXPERIMENTS.values():
             console.print(f"{experiment.name}: {experiment.claim}", markup=False, soft_wrap=True)
         return
     if name is None:
-        raise OptionError(f"NAME: give an experiment, one of {', '.join(EXPERIMENTS)}")
-    experiment_named(name)  # an unknown name fails here, before anything is written
+        raise OptionError(f"NAME: give an experiment, one of {', '.join(EXPERIMENTS)}, or {ALL}")
+    if name != ALL:
+        experiment_named(name)  # an unknown name fails here, before anything is written
     config = build(
         ExperimentConfig,
         {
@@ -215,5 +229,12 @@ def experiment_command(
         },
     )
     folder = out if out is not None else Path("runs") / f"experiment-{name}"
-    run_experiment(config, folder, lambda line: console.print(line, markup=False), jobs)
-    console.print((folder / "table.md").read_text(), markup=False)
+    runs = every_experiment(config) if name == ALL else {name: config}
+    placed = [(run, folder / key if name == ALL else folder) for key, run in runs.items()]
+    summaries = run_experiments(placed, lambda line: console.print(line, markup=False), jobs)
+    tables = [(out_folder / "table.md").read_text() for _, out_folder in placed]
+    if name == ALL:
+        write_text_atomic(folder / "table.md", "\n".join(tables))
+        console.print(f"wrote {folder / 'table.md'} ({len(summaries)} experiments)")
+    else:
+        console.print(tables[0], markup=False)

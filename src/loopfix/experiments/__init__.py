@@ -4,14 +4,17 @@ several seeds and evaluating them with the testbed's one evaluation (docs/traini
 
 from loopfix.experiments.base import Experiment, ExperimentError
 from loopfix.experiments.config import ExperimentConfig
-from loopfix.experiments.registry import EXPERIMENTS, experiment_named
-from loopfix.experiments.run import run_experiment
+from loopfix.experiments.registry import ALL, EXPERIMENTS, every_experiment, experiment_named
+from loopfix.experiments.run import run_experiment, run_experiments
 
 __all__ = [
+    "ALL",
     "EXPERIMENTS",
     "Experiment",
     "ExperimentConfig",
     "ExperimentError",
+    "every_experiment",
     "experiment_named",
     "run_experiment",
+    "run_experiments",
 ]

@@ -15,8 +15,20 @@ from loopfix.experiments import (
     precision,
 )
 from loopfix.experiments.base import Experiment, ExperimentError
+from loopfix.experiments.config import ExperimentConfig
 
-__all__ = ["EXPERIMENTS", "experiment_named"]
+__all__ = [
+    "ALL",
+    "EXPERIMENTS",
+    "HARDER_GRAPH",
+    "SIZE_AXIS",
+    "every_experiment",
+    "experiment_named",
+]
+
+ALL = "all"  # `lab experiment all`: every experiment in one run
+SIZE_AXIS = ("loop-data", "margin")  # the claims that depend on difficulty
+HARDER_GRAPH = (5, 5)  # where `all` runs them too
 
 EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT
@@ -41,3 +53,16 @@ def experiment_named(name: str) -> Experiment:
             f"NAME: unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}"
         )
     return EXPERIMENTS[name]
+
+
+def every_experiment(settings: ExperimentConfig) -> dict[str, ExperimentConfig]:
+    """What `lab experiment all` runs, by folder name: every experiment on the settings' graph,
+    and the size-axis ones on the harder graph as well (`NAME-g5x5`)."""
+    runs = {name: settings.model_copy(update={"name": name}) for name in EXPERIMENTS}
+    if tuple(settings.graph) != HARDER_GRAPH:
+        arms, depth = HARDER_GRAPH
+        for name in SIZE_AXIS:
+            runs[f"{name}-g{arms}x{depth}"] = settings.model_copy(
+                update={"name": name, "graph": [arms, depth]}
+            )
+    return runs

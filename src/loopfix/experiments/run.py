@@ -1,18 +1,24 @@
-"""Run an experiment: train every (arm, seed), evaluate each with the testbed's one evaluation,
+"""Run experiments: train every (arm, seed), evaluate each with the testbed's one evaluation,
 then summarise over seeds (`summary.py`).
 
-OUT holds `plan.json` (the experiment's settings and every arm's training config: what makes a
-result), `runs/ARM/seed-S/model` (the trained testbed) and `runs/ARM/seed-S/result.json` (its
+An experiment's OUT holds `plan.json` (its settings and every arm's training config: what makes
+a result), `runs/ARM/seed-S/model` (the trained testbed) and `runs/ARM/seed-S/result.json` (its
 training record and evaluation), then `experiment.json`, `table.md` and `plot.svg`. A rerun
 skips every (arm, seed) whose result is there and refuses an OUT that holds another plan.
 Seeds run in the outer loop, so an interrupted run has whole seeds of paired arms first.
+
+Several experiments run as one (`run_experiments`, behind `lab experiment all`) train each
+distinct model once: arms of different experiments with the same training config, seed and
+evaluation (every experiment's baseline is the same recipe) are trained and evaluated once and
+the finished run folder is copied into the others.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -33,7 +39,7 @@ from loopfix.experiments.summary import (
 from loopfix.lab.config import TrainConfig
 from loopfix.progress import line_progress
 
-__all__ = ["Plan", "run_experiment"]
+__all__ = ["Plan", "run_experiment", "run_experiments"]
 
 Report = Callable[[str], None]
 LOSS_LINE_STEPS = 100  # a training progress line every this many steps
@@ -129,41 +135,77 @@ def run_experiment(
 ) -> ExperimentSummary:
     """Train and evaluate every (arm, seed) not yet in OUT, `jobs` at a time (each in its own
     process when more than one), then write the summary files."""
-    plan = plan_of(config)
-    claim_out(out, plan)
-    arms = plan.arms
-    todo = []
-    for number, (seed, arm) in enumerate(
-        [(seed, arm) for seed in range(config.seeds) for arm in arms], 1
-    ):
-        label = f"[{number}/{config.seeds * len(arms)}] {arm} seed {seed}"
+    return run_experiments([(config, out)], report, jobs)[0]
+
+
+def run_key(train_config: TrainConfig, config: ExperimentConfig) -> str:
+    """What makes a run's result: its training config (seed included) and its evaluation."""
+    return train_config.model_dump_json() + config.evaluation().model_dump_json()
+
+
+def run_experiments(
+    runs: Sequence[tuple[ExperimentConfig, Path]], report: Report = print, jobs: int = 1
+) -> list[ExperimentSummary]:
+    """`run_experiment` for each (config, OUT), training every distinct model once."""
+    plans = [(config, out, plan_of(config)) for config, out in runs]
+    for _, out, plan in plans:
+        claim_out(out, plan)
+    slots = [
+        (config, out, arm, seed, train_config.model_copy(update={"seed": seed}))
+        for seed in range(max(config.seeds for config, _ in runs))
+        for config, out, plan in plans
+        if seed < config.seeds
+        for arm, train_config in plan.arms.items()
+    ]
+    finished = {
+        run_key(train_config, config): run_folder(out, arm, seed)
+        for config, out, arm, seed, train_config in slots
+        if (run_folder(out, arm, seed) / "result.json").is_file()
+    }
+    todo: dict[str, tuple[TrainConfig, ExperimentConfig, Path, str]] = {}
+    copies: list[tuple[str, Path]] = []
+    for number, (config, out, arm, seed, train_config) in enumerate(slots, 1):
+        label = f"[{number}/{len(slots)}] {config.name} / {arm} seed {seed}"
         folder = run_folder(out, arm, seed)
+        key = run_key(train_config, config)
         if (folder / "result.json").is_file():
             report(f"{label}: done before, kept")
-            continue
-        report(f"{label}: training {arms[arm].steps} steps, then evaluating")
-        todo.append((arms[arm].model_copy(update={"seed": seed}), folder, label))
+        elif key in finished or key in todo:
+            copies.append((key, folder))
+            report(f"{label}: the same model as another arm's, copied from it")
+        else:
+            todo[key] = (train_config, config, folder, label)
+            report(f"{label}: training {train_config.steps} steps, then evaluating")
     if jobs == 1:
-        for train_config, folder, label in todo:
+        for train_config, config, folder, label in todo.values():
             record = train_and_evaluate(train_config, config, folder, report, label)
             write_json_atomic(folder / "result.json", record)
     else:
         # Spawned, not forked: each worker starts its own torch with its own threads.
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            submitted = [
-                pool.submit(_train_and_store, train_config, config, folder, label)
-                for train_config, folder, label in todo
-            ]
+            submitted = [pool.submit(_train_and_store, *job) for job in todo.values()]
             for job in submitted:
                 job.result()  # a worker's error, raised here
+    for key, folder in copies:
+        source = finished.get(key) or todo[key][2]
+        shutil.copytree(source / "model", folder / "model", dirs_exist_ok=True)
+        shutil.copyfile(source / "result.json", folder / "result.json")  # last: marks it done
+    return [summarise_out(config, out, plan, report) for config, out, plan in plans]
+
+
+def summarise_out(
+    config: ExperimentConfig, out: Path, plan: Plan, report: Report
+) -> ExperimentSummary:
     records = {
         arm: [
             RunNumbers.model_validate_json((run_folder(out, arm, seed) / "result.json").read_text())
             for seed in range(config.seeds)
         ]
-        for arm in arms
+        for arm in plan.arms
     }
-    summary = summarise(config.name, plan.claim, records, config.temperatures)
+    arms, depth = config.graph
+    setting = f"G({arms},{depth}), {config.steps} steps per model, {config.n} fresh graphs per T"
+    summary = summarise(config.name, plan.claim, setting, records, config.temperatures)
     write_json_atomic(out / "experiment.json", summary.to_dict())
     write_text_atomic(out / "table.md", table_markdown(summary))
     write_text_atomic(out / "plot.svg", plot_svg(summary))

@@ -93,6 +93,7 @@ class Cell:
 class ExperimentSummary:
     name: str
     claim: str
+    setting: str  # the graph, steps and evaluation size, in words
     arms: list[str]  # the baseline first
     seeds: int
     temperatures: list[float]
@@ -131,6 +132,7 @@ def _cell(
 def summarise(
     name: str,
     claim: str,
+    setting: str,
     records: dict[str, list[RunNumbers]],
     temperatures: Sequence[float],
 ) -> ExperimentSummary:
@@ -154,7 +156,7 @@ def summarise(
         for (arm, metric, t), values in series.items()
     ]
     seeds = len(records[arms[0]])
-    return ExperimentSummary(name, claim, arms, seeds, list(temperatures), cells)
+    return ExperimentSummary(name, claim, setting, arms, seeds, list(temperatures), cells)
 
 
 def _number(value: float, rate: bool) -> str:
@@ -188,9 +190,10 @@ def table_markdown(summary: ExperimentSummary) -> str:
     lines = [
         f"# {summary.name}: {summary.claim}",
         "",
-        f"{summary.seeds} training seeds per arm. Each cell: the mean over seeds [95% Student-t "
-        f"interval]; Δ: the mean paired difference to the baseline ({baseline}) over seeds "
-        "(percentage points for rates), p: the two-sided paired t-test over seeds.",
+        f"{summary.setting}; {summary.seeds} training seeds per arm. Each cell: the mean over "
+        f"seeds [95% Student-t interval]; Δ: the mean paired difference to the baseline "
+        f"({baseline}) over seeds (percentage points for rates), p: the two-sided paired "
+        "t-test over seeds.",
     ]
     columns = list(PER_TEMPERATURE.items())
     for t in summary.temperatures:
