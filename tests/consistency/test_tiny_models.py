@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from loopfix.consistency import ConsistencyConfig, ConsistencyError, run_consistency
+from loopfix.consistency.run import _prompts
+from loopfix.consistency.session import Session
 from loopfix.models import tiny_model, tiny_tokenizer
+from loopfix.suites import load_suite
+from loopfix.suites.render import TURN_STOPS
 
 
 def _suite(tmp_path: Path) -> Path:
@@ -110,3 +115,36 @@ def test_determinism_without_the_thread_comparison(tmp_path: Path) -> None:
     assert "diverging_prompts_threads" not in determinism.numbers
     assert determinism.status == "pass" and "threads" not in determinism.summary
     assert "threads" not in result.check("loop_stability").numbers["factors"]
+
+
+def test_a_model_without_a_chat_template_gets_transcripts_that_end_at_their_stop_texts(
+    tmp_path: Path,
+) -> None:
+    # As a scan prompts a base model: a chat becomes a Question/Answer transcript whose answer
+    # ends at the next label; a plain prompt is text to continue, with no stop.
+    chat = [
+        {"role": "user", "content": "a b"},
+        {"role": "assistant", "content": "c"},
+        {"role": "user", "content": "d e"},
+    ]
+    path = tmp_path / "suite.jsonl"
+    lines = [{"id": "chat", "messages": chat}, {"id": "plain", "prompt": "a b c"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    tokenizer = _tokenizer()
+    prompts, template_used = _prompts(load_suite(str(path), 2, 0), tokenizer, None)
+    by_id = {prompt.id: prompt for prompt in prompts}
+    assert not template_used and by_id["chat"].stop == TURN_STOPS and by_id["plain"].stop == ()
+    transcript = "Question: a b\nAnswer: c\n\nQuestion: d e\nAnswer:"
+    assert by_id["chat"].ids == tokenizer(transcript)["input_ids"]
+    # The stops reach the engine: a text from the middle of a free greedy output ends it there.
+    config = ConsistencyConfig(model="tiny:llama", suite=str(path), n=2, max_new_tokens=40)
+    free = Session(tiny_model("llama"), tokenizer, prompts, config)
+    tokens = free.hf_run("free", "batch", free.settings()).outputs[0]
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    stop = text[len(text) // 2 :][:4]
+    stopped_prompts = [replace(prompts[0], stop=(stop,)), prompts[1]]
+    session = Session(tiny_model("llama"), tokenizer, stopped_prompts, config)
+    stopped = session.hf_run("stopped", "batch", session.settings()).outputs[0]
+    assert len(stopped) < len(tokens) and tokens[: len(stopped)] == stopped
+    assert stop in tokenizer.decode(stopped, skip_special_tokens=True)
+    assert stop not in tokenizer.decode(stopped[:-1], skip_special_tokens=True)

@@ -29,6 +29,13 @@ from loopfix.seeds import derive_seed
 __all__ = ["HFBackend", "generate"]
 
 
+def _decoder(tokenizer: PreTrainedTokenizerBase) -> Callable[[Sequence[int]], str]:
+    def decode(tokens: Sequence[int]) -> str:
+        return str(tokenizer.decode(list(tokens), skip_special_tokens=True))
+
+    return decode
+
+
 def _generation(result: EngineResult, text: str | None = None) -> Generation:
     guards = result.guards
     if guards is not None:
@@ -55,6 +62,7 @@ def generate(
     capture: bool = False,
     build_chain: Callable[[], GuardChain] | None = None,
     seeds: Sequence[int] | None = None,
+    stops: Sequence[Sequence[str]] | None = None,
 ) -> list[Generation]:
     """One continuation per prompt (token ids in, token ids out), in prompt order.
 
@@ -63,6 +71,7 @@ def generate(
         before temperature and truncation).
     build_chain: decode-time guards (a fresh chain per call).
     seeds: one per prompt (default: from settings.seed and the prompt's position).
+    stops: each prompt's stop texts (`Request.stop`); a stop text stays in the tokens.
     """
     engine = DecodeEngine(
         model,
@@ -72,12 +81,13 @@ def generate(
         batch_size,
         build_chain,
         capture,
+        decode=_decoder(tokenizer) if stops is not None and any(stops) else None,
     )
     seeds = (
         seeds if seeds is not None else [derive_seed(settings.seed, i) for i in range(len(prompts))]
     )
     results: dict[int, Generation] = {}
-    for index, result in engine.run(prompts, seeds):
+    for index, result in engine.run(prompts, seeds, stops):
         results[index] = _generation(result)
         if on_done is not None:
             on_done(1)
@@ -160,6 +170,7 @@ class HFBackend(ClosedOnExit):
     def generate(
         self, requests: Sequence[Request], settings: DecodeSettings
     ) -> Iterator[tuple[int, Generation]]:
+        decode = _decoder(self.tokenizer)
         engine = DecodeEngine(
             self.model,
             settings,
@@ -168,15 +179,12 @@ class HFBackend(ClosedOnExit):
             self.batch_size,
             self._chain if self.guards.params else None,
             self.capture,
-            decode=self._decode,
+            decode=decode,
         )
         prompts = [request.ids or [] for request in requests]
         seeds = [request.seed for request in requests]
         for index, result in engine.run(prompts, seeds, [request.stop for request in requests]):
-            yield index, _generation(result, cut_at_stop(self._decode(result.tokens), result.stop))
-
-    def _decode(self, tokens: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(tokens), skip_special_tokens=True))
+            yield index, _generation(result, cut_at_stop(decode(result.tokens), result.stop))
 
     def close(self) -> None:
         """Nothing to release: the model stays with whoever loaded it."""

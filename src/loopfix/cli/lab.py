@@ -231,7 +231,11 @@ def experiment_command(
     folder = out if out is not None else Path("runs") / f"experiment-{name}"
     runs = every_experiment(config) if name == ALL else {name: config}
     placed = [(run, folder / key if name == ALL else folder) for key, run in runs.items()]
-    summaries = run_experiments(placed, lambda line: console.print(line, markup=False), jobs)
+
+    def report(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
+    summaries = run_experiments(placed, report, jobs)
     tables = [(out_folder / "table.md").read_text() for _, out_folder in placed]
     if name == ALL:
         write_text_atomic(folder / "table.md", "\n".join(tables))

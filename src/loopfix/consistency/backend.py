@@ -41,6 +41,7 @@ def vllm_outputs(session: Session, folder: str) -> tuple[list[list[int]], dict[s
         "model": folder,
         "dtype": dtype_name(session.model.dtype),
         "prompts": [p.ids for p in session.prompts],
+        "stops": [list(p.stop) for p in session.prompts],
         "max_new_tokens": config.max_new_tokens,
         "max_model_len": max(len(p.ids) for p in session.prompts) + config.max_new_tokens,
     }
@@ -73,7 +74,7 @@ def _server_outputs(session: Session) -> tuple[list[list[int]], bool]:
         model=config.url, backend="openai", api="completions", model_name=config.model_name
     )
     with open_backend(backend_spec(scan)) as server:
-        requests = [Request(ids=p.ids) for p in session.prompts]
+        requests = [Request(ids=p.ids, stop=p.stop) for p in session.prompts]
         outputs: list[list[int]] = [[] for _ in requests]
         retokenized = False
         for index, generation in server.generate(requests, session.settings()):

@@ -65,7 +65,10 @@ def _preamble_run(session: Session, limit: int | None) -> tuple[list[list[int]],
             room = limit - len(prompt.ids) - config.max_new_tokens
             size = max(0, int(room * config.preamble_share))
         contexts.append(_preamble(session, position, size) + prompt.ids)
-    generations = generate(session.model, session.tokenizer, contexts, session.settings(), 1)
+    stops = [prompt.stop for prompt in session.prompts]
+    generations = generate(
+        session.model, session.tokenizer, contexts, session.settings(), 1, stops=stops
+    )
     shortest = min(len(c) - len(p.ids) for c, p in zip(contexts, session.prompts, strict=True))
     return [g.tokens for g in generations], shortest
 

@@ -38,7 +38,7 @@ from loopfix.consistency.session import Prompt, Session
 from loopfix.cpu import cpu_flags
 from loopfix.models import load_model
 from loopfix.suites import SuiteItem, load_suite
-from loopfix.suites.render import prompt_ids
+from loopfix.suites.render import prompt_ids, stop_texts
 from loopfix.urls import is_url
 
 __all__ = ["CHECKS", "run_consistency"]
@@ -92,14 +92,15 @@ def _prompts(
             if item.prompt is not None
             else (item.messages or [{}])[-1].get("content", "")
         )
-        if item.messages is not None and not use:
+        if use or not has_template:  # as a scan renders it: chat template or completion
+            ids, stop = prompt_ids(item, tokenizer), stop_texts(item, tokenizer)
+        elif item.messages is not None:
             raise ConsistencyError(
                 f"item {item.id!r} is a chat (messages); it needs the chat template"
             )
-        ids = (
-            prompt_ids(item, tokenizer) if use else list(tokenizer(item.prompt or "")["input_ids"])
-        )
-        prompts.append(Prompt(item.id, ids, text))
+        else:
+            ids, stop = list(tokenizer(item.prompt or "")["input_ids"]), ()
+        prompts.append(Prompt(item.id, ids, text, stop))
     return prompts, use
 
 

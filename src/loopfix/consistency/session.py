@@ -32,6 +32,7 @@ class Prompt:
     id: str
     ids: list[int]
     text: str  # the suite's prompt text (a chat's last message)
+    stop: tuple[str, ...] = ()  # where its answer ends (`suites.render.stop_texts`)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class Session:
                 settings,
                 batch_size,
                 seeds=[seeds[p] for p in positions],
+                stops=[self.prompts[p].stop for p in positions],
             )
             outputs: list[list[int]] = [[] for _ in self.prompts]
             for position, generation in zip(positions, generations, strict=True):

@@ -2,10 +2,10 @@
 
     .venv-vllm/bin/python -m loopfix.consistency.vllm_worker IN.json OUT.json
 
-IN: {"model": folder, "dtype": "float32", "prompts": [[ids]], "max_new_tokens": N,
-"max_model_len": L}; OUT: {"outputs": [[ids]], "vllm": version, "dtype": what vLLM ran}.
-The dtype is always given: left to "auto", vLLM runs a float32 model in bfloat16 on CPUs with
-avx512_bf16.
+IN: {"model": folder, "dtype": "float32", "prompts": [[ids]], "stops": [[texts]],
+"max_new_tokens": N, "max_model_len": L}; OUT: {"outputs": [[ids]], "vllm": version, "dtype":
+what vLLM ran}. The dtype is always given: left to "auto", vLLM runs a float32 model in
+bfloat16 on CPUs with avx512_bf16.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ def main(source: Path, target: Path) -> None:
     )
     settings = DecodeSettings(temperature=0.0, max_new_tokens=job["max_new_tokens"])
     outputs: list[list[int]] = [[] for _ in job["prompts"]]
-    for index, generation in backend.generate([Request(ids=p) for p in job["prompts"]], settings):
+    requests = [
+        Request(ids=ids, stop=tuple(stop))
+        for ids, stop in zip(job["prompts"], job["stops"], strict=True)
+    ]
+    for index, generation in backend.generate(requests, settings):
         outputs[index] = generation.tokens
     reply = {"outputs": outputs, "vllm": vllm.__version__, "dtype": backend.dtype}
     target.write_text(json.dumps(reply))

@@ -165,7 +165,8 @@ def run_experiments(
     todo: dict[str, tuple[TrainConfig, ExperimentConfig, Path, str]] = {}
     copies: list[tuple[str, Path]] = []
     for number, (config, out, arm, seed, train_config) in enumerate(slots, 1):
-        label = f"[{number}/{len(slots)}] {config.name} / {arm} seed {seed}"
+        graph = "G({},{})".format(*config.graph)
+        label = f"[{number}/{len(slots)}] {config.name} {graph} / {arm} seed {seed}"
         folder = run_folder(out, arm, seed)
         key = run_key(train_config, config)
         if (folder / "result.json").is_file():
