@@ -15,6 +15,7 @@ from loopfix.cli import (
     repair,
     scan,
     serve,
+    warn,
 )
 from loopfix.cli.common import LoopfixGroup
 
@@ -26,7 +27,19 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
-for _module in (compare, consistency, detect, doctor, lab, models, patch, repair, scan, serve):
+for _module in (
+    compare,
+    consistency,
+    detect,
+    doctor,
+    lab,
+    models,
+    patch,
+    repair,
+    scan,
+    serve,
+    warn,
+):
     _module.register(app)
 
 

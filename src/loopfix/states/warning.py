@@ -1,0 +1,172 @@
+"""The own-model early warning: a logistic probe over what a model computes while it generates
+(issue 41, point 3), fitted on that model's own scan records.
+
+Features at step t (`window_features`), over the last `window` steps (fewer at the start):
+- the mean hidden state of one layer (`steps.StepSignals.hidden`);
+- the mean top-1 probability, and the confidence flywheel: that mean minus the mean over the
+  `window` steps before (0 while there are none): the top-1 probability climbing;
+- the entropy streak: how many steps up to t in a row had entropy under the early-warning
+  threshold (`DetectConfig.entropy_threshold`), over `window`; and the mean entropy.
+
+Labels come from the scan's own verdicts: the steps of a looping sample from its loop's onset
+on are positive, every other step of it and every step of a sample that ended by itself
+without a loop negative; samples cut at the cap without a loop are left out (neither kind).
+The probe is an L2 logistic regression on standardised features with the classes weighted
+equally (numpy, Newton's method). It warns at the first step whose probability reaches
+`threshold`, chosen on the fitting samples so that at most `false_alarm` of the samples that
+never loop get a warning anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from loopfix.detect import DetectConfig
+
+if TYPE_CHECKING:
+    from loopfix.states.steps import StepSignals
+
+__all__ = [
+    "WarningProbe",
+    "choose_threshold",
+    "fit_logistic",
+    "step_labels",
+    "window_features",
+]
+
+ENTROPY_LOW = DetectConfig().entropy_threshold
+
+
+def _window_means(values: np.ndarray, window: int) -> np.ndarray:
+    """Row t: the mean of rows max(0, t - window + 1) .. t."""
+    sums = np.cumsum(np.concatenate([np.zeros_like(values[:1]), values]), axis=0)
+    ends = np.arange(1, len(values) + 1)
+    starts = np.maximum(0, ends - window)
+    counts = (ends - starts).reshape(-1, *([1] * (values.ndim - 1)))
+    means: np.ndarray = (sums[ends] - sums[starts]) / counts
+    return means
+
+
+def window_features(signals: StepSignals, window: int, states: bool = True) -> np.ndarray:
+    """(tokens, width + 4), or (tokens, 4) without the `states`: the features of every step
+    (see the module docstring)."""
+    top1 = _window_means(signals.top1.astype(np.float64), window)
+    before = np.concatenate([np.full(window, np.nan), top1[:-window]])[: len(top1)]
+    flywheel = np.where(np.isnan(before), 0.0, top1 - before)
+    streak = np.zeros(len(signals.entropy))
+    run = 0
+    for t, value in enumerate(signals.entropy):
+        run = run + 1 if value < ENTROPY_LOW else 0
+        streak[t] = run / window
+    entropy = _window_means(signals.entropy.astype(np.float64), window)
+    columns = [top1, flywheel, streak, entropy]
+    if states:
+        columns.insert(0, _window_means(signals.hidden.astype(np.float64), window))
+    return np.column_stack(columns)
+
+
+def step_labels(steps: int, onset: int | None) -> np.ndarray:
+    """1 from the loop's onset on (a looping sample), else 0."""
+    labels = np.zeros(steps, dtype=np.int64)
+    if onset is not None:
+        labels[max(0, onset) :] = 1
+    return labels
+
+
+def fit_logistic(
+    features: np.ndarray, labels: np.ndarray, strength: float, iterations: int = 50
+) -> tuple[np.ndarray, float]:
+    """(weights, bias) of an L2 logistic regression (penalty 1 / (2 strength) |w|^2, bias free),
+    the two classes weighted to equal total weight. `features` are standardised."""
+    n, width = features.shape
+    positives = int(labels.sum())
+    if positives == 0 or positives == n:
+        raise ValueError("fitting needs steps of both kinds (looping and not)")
+    sample_weight = np.where(labels == 1, n / (2 * positives), n / (2 * (n - positives)))
+    design = np.column_stack([features, np.ones(n)])
+    penalty = np.full(width + 1, 1.0 / strength)
+    penalty[-1] = 0.0
+    theta = np.zeros(width + 1)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(design @ theta)))
+        gradient = design.T @ (sample_weight * (p - labels)) + penalty * theta
+        curvature = sample_weight * p * (1 - p)
+        hessian = (design * curvature[:, None]).T @ design + np.diag(penalty)
+        step = np.linalg.solve(hessian + 1e-9 * np.eye(width + 1), gradient)
+        theta -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return theta[:-1], float(theta[-1])
+
+
+def choose_threshold(clean_maxima: Sequence[float], false_alarm: float) -> float:
+    """The lowest threshold at which at most `false_alarm` of the never-looping samples (each
+    given by its highest step probability) would get a warning."""
+    ordered = sorted(clean_maxima, reverse=True)
+    allowed = int(np.floor(false_alarm * len(ordered)))
+    if allowed >= len(ordered):
+        return 0.0
+    return float(np.nextafter(ordered[allowed], np.inf))
+
+
+@dataclass(frozen=True)
+class WarningProbe:
+    """A fitted own-model warning: what it reads (`model`, `layer`, `window`), its logistic
+    model over standardised features, its threshold, and where each came from."""
+
+    model: str
+    layer: int
+    window: int
+    states: bool  # whether the features include the layer's mean state
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    threshold: float
+    provenance: Mapping[str, object]
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        logits = ((features - self.mean) / self.scale) @ self.weights + self.bias
+        result: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
+        return result
+
+    def first_warning(self, probabilities: np.ndarray) -> int | None:
+        """The first step at which it warns, or None."""
+        fired = np.flatnonzero(probabilities >= self.threshold)
+        return int(fired[0]) if len(fired) else None
+
+    def to_json(self) -> dict[str, object]:
+        def numbers(values: np.ndarray) -> list[float]:
+            return [float(f"{value:.6g}") for value in values]
+
+        return {
+            "model": self.model,
+            "layer": self.layer,
+            "window": self.window,
+            "states": self.states,
+            "mean": numbers(self.mean),
+            "scale": numbers(self.scale),
+            "weights": numbers(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WarningProbe:
+        return cls(
+            str(data["model"]),
+            int(data["layer"]),
+            int(data["window"]),
+            bool(data["states"]),
+            np.asarray(data["mean"], dtype=np.float64),
+            np.asarray(data["scale"], dtype=np.float64),
+            np.asarray(data["weights"], dtype=np.float64),
+            float(data["bias"]),
+            float(data["threshold"]),
+            dict(data["provenance"]),
+        )
