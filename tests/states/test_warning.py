@@ -140,9 +140,15 @@ def test_the_watch_step_and_records_without_clean_samples(
 
 
 def test_the_cli_fits_and_prints_both_rules(testbed_scan: Path, tmp_path: Path) -> None:
+    other_seed = tmp_path / "seed-6"
+    config = json.loads((testbed_scan / "scan.json").read_text())["config"]
+    run_scan(ScanConfig(**{**config, "seed": 6, "n": 30, "out": other_seed}))
     args = ["warn", str(testbed_scan), "loopfix:stargraph", "--window", "8"]
-    result = runner.invoke(app, [*args, "--out", str(tmp_path)], env={"COLUMNS": "200"})
+    merged = [*args, "--extra", str(other_seed), "--out", str(tmp_path / "w")]
+    result = runner.invoke(app, merged, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "length" in result.output and "heldout" in result.output
+    rows = json.loads((tmp_path / "w" / "warning.json").read_text())["samples"]
+    assert len(rows) == 240 + 30
     bad = runner.invoke(app, [*args, "--false-alarm", "2"])
     assert bad.exit_code == 2 and "--false-alarm" in bad.output

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples
+from loopfix.cli.common import console, examples, parse_list
 from loopfix.cli.options import build, option
 from loopfix.states.config import WarningConfig
 
@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
 def warn_command(
     records: str = typer.Argument(..., help="a `loopfix scan` folder or its records.jsonl"),
     model: str = typer.Argument(..., help="the model that generated them"),
+    extra: str | None = typer.Option(
+        None, help="comma-separated further scans of the same model, suite and settings"
+    ),
     layer: int | None = option(WarningConfig, "layer"),
     window: int = option(WarningConfig, "window"),
     features: str = option(WarningConfig, "features"),
@@ -43,6 +46,7 @@ def warn_command(
         WarningConfig,
         {
             "records": records,
+            "extra": parse_list(extra) if extra else [],
             "model": model,
             "layer": layer,
             "window": window,

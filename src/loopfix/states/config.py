@@ -21,6 +21,10 @@ class WarningConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     records: str = Field(description="a `loopfix scan` folder or its records.jsonl")
+    extra: list[str] = Field(
+        default_factory=list,
+        description="more scans of the same model, suite and settings at other seeds, merged",
+    )
     model: str = Field(description="the model that generated them (folder, hub id, loopfix:NAME)")
     layer: int | None = Field(
         None, ge=0, description="hidden layer read (0: embeddings; default: two thirds deep)"

@@ -163,7 +163,8 @@ def run_warning(
     from loopfix.states.steps import step_signals
 
     model, tokenizer = load_model(config.model)
-    records = read_records(Path(config.records), None, config.model, tokenizer)
+    extra = [Path(path) for path in config.extra]
+    records = read_records(Path(config.records), None, config.model, tokenizer, extra)
     layers = int(model.config.get_text_config().num_hidden_layers)
     layer = default_layer(layers) if config.layer is None else config.layer
     if layer > layers:
