@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from loopfix.backends.hf import generate
+from loopfix.backends.base import Request
+from loopfix.backends.hf import HFBackend, generate
+from loopfix.backends.spec import GuardSpec
 from loopfix.cli import app
+from loopfix.errors import LoopfixError
+from loopfix.leadtime.config import WarningConfig, WarningError
+from loopfix.leadtime.run import length_rule, part_of, run_warning, text_step
 from loopfix.models import load_model
 from loopfix.records import DecodeSettings
 from loopfix.scan import ScanConfig, run_scan
-from loopfix.states.config import WarningConfig, WarningError
-from loopfix.states.lead import length_rule, part_of, run_warning, text_step
 from loopfix.states.steps import StepSignals, step_signals
 from loopfix.states.warning import (
     ENTROPY_LOW,
@@ -152,3 +155,54 @@ def test_the_cli_fits_and_prints_both_rules(testbed_scan: Path, tmp_path: Path) 
     assert len(rows) == 240 + 30
     bad = runner.invoke(app, [*args, "--false-alarm", "2"])
     assert bad.exit_code == 2 and "--false-alarm" in bad.output
+
+
+def test_a_scan_reads_the_warning_and_an_early_rescue_acts_on_it(
+    testbed_scan: Path, tmp_path: Path
+) -> None:
+    probe, _ = run_warning(
+        WarningConfig(records=str(testbed_scan), model="loopfix:stargraph", window=8),
+        tmp_path / "warn",
+        lambda line: None,
+    )
+    config = json.loads((testbed_scan / "scan.json").read_text())["config"]
+    warned_scan = ScanConfig(
+        **{**config, "n": 60, "warning": str(tmp_path / "warn" / "warning_probe.json")},
+        out=tmp_path / "warned",
+    )
+    run_scan(warned_scan)
+    plain = {
+        json.loads(line)["prompt_id"]: json.loads(line)
+        for line in (testbed_scan / "records.jsonl").read_text().splitlines()
+    }
+    warned_lines = (tmp_path / "warned" / "records.jsonl").read_text().splitlines()
+    warned = [json.loads(line) for line in warned_lines]
+    # reading the model changes nothing it generates; the warning fires on the loops
+    assert all(record["tokens"] == plain[record["prompt_id"]]["tokens"] for record in warned)
+    loops = [r for r in warned if r["finish_reason"] == "length"]
+    assert loops and sum("warning_step" in r["meta"] for r in loops) >= 0.8 * len(loops)
+
+    model, tokenizer = load_model("loopfix:stargraph", device="cpu")
+    items = load_suite("stargraph", 60, 5)
+    requests = [Request(ids=prompt_ids(item, tokenizer), seed=0) for item in items]
+    settings = DecodeSettings(temperature=0.0, max_new_tokens=48)
+
+    def rescues(early: bool) -> list[list[int]]:
+        guards = GuardSpec.parse("rescue", {"rescue.early": early})
+        backend = HFBackend(model, tokenizer, 16, guards=guards, warning=probe)
+        found: list[list[int]] = [[] for _ in requests]
+        for index, generation in backend.generate(requests, settings):
+            record = generation.guards or {}
+            found[index] = [r["detected_at"] for r in record.get("rescues", [])]
+        return found
+
+    late, early = rescues(False), rescues(True)
+    # the early rescue acts on 2 copies once warned: its first rescue comes sooner
+    firsts = [
+        (soon[0], later[0]) for soon, later in zip(early, late, strict=True) if soon and later
+    ]
+    assert firsts and all(a <= b for a, b in firsts) and any(a < b for a, b in firsts)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(LoopfixError, match="--warning: .* is not a warning probe"):
+        run_scan(ScanConfig(**{**config, "n": 4, "warning": str(bad)}, out=tmp_path / "b"))

@@ -66,6 +66,8 @@ class Generation:
     token_count: how many tokens a server says it generated, when it returned no ids.
     stop: the request's stop text that ended it (None: EOS, the cap, a guard, or a server that
         does not say which).
+    warning_step: where an early warning read from the model (`engine.warning`) first fired,
+        as an output position; None: it never fired, or none was asked for.
     """
 
     tokens: list[int]
@@ -78,6 +80,7 @@ class Generation:
     guards: GuardRecord | None = None
     token_count: int | None = None
     stop: str | None = None
+    warning_step: int | None = None
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from loopfix.backends.identity import ModelFile, ModelIdentity, model_files
 from loopfix.backends.spec import NO_GUARDS, GuardSpec
 from loopfix.engine import DecodeEngine, EngineResult
 from loopfix.engine.stops import cut_at_stop
+from loopfix.engine.warning import StepWarning
 from loopfix.guards.base import GuardContext
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings
@@ -48,6 +49,7 @@ def _generation(result: EngineResult, text: str | None = None) -> Generation:
         entropy=result.entropy,
         guards=guards,
         stop=result.stop,
+        warning_step=result.warning_step,
     )
 
 
@@ -63,6 +65,7 @@ def generate(
     build_chain: Callable[[], GuardChain] | None = None,
     seeds: Sequence[int] | None = None,
     stops: Sequence[Sequence[str]] | None = None,
+    warning: StepWarning | None = None,
 ) -> list[Generation]:
     """One continuation per prompt (token ids in, token ids out), in prompt order.
 
@@ -72,6 +75,7 @@ def generate(
     build_chain: decode-time guards (a fresh chain per call).
     seeds: one per prompt (default: from settings.seed and the prompt's position).
     stops: each prompt's stop texts (`Request.stop`); a stop text stays in the tokens.
+    warning: an early warning read while generating (`engine.warning`; `Generation.warning_step`).
     """
     engine = DecodeEngine(
         model,
@@ -82,6 +86,7 @@ def generate(
         build_chain,
         capture,
         decode=_decoder(tokenizer) if stops is not None and any(stops) else None,
+        warning=warning,
     )
     seeds = (
         seeds if seeds is not None else [derive_seed(settings.seed, i) for i in range(len(prompts))]
@@ -101,6 +106,7 @@ class HFBackend(ClosedOnExit):
         whose files are the backend's identity; None: the model's own `name_or_path` (a model
         built in memory has none, and then no files).
     patch: the id of a weight patch applied to the model in memory while this backend runs.
+    warning: an early warning read from the model while it generates (`engine.warning`).
     """
 
     name = "hf"
@@ -115,9 +121,10 @@ class HFBackend(ClosedOnExit):
         *,
         source: str | None = None,
         patch: str | None = None,
+        warning: StepWarning | None = None,
     ) -> None:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.capture, self.guards = capture, guards
+        self.capture, self.guards, self.warning = capture, guards, warning
         self.source: str | None = source if source is not None else model.name_or_path or None
         self.patch = patch
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
@@ -134,6 +141,7 @@ class HFBackend(ClosedOnExit):
         batch_size: int = 16,
         capture: bool = False,
         guards: GuardSpec = NO_GUARDS,
+        warning: StepWarning | None = None,
     ) -> HFBackend:
         """Load `model` (a folder, hub id, `loopfix:NAME`) and its tokenizer."""
         from loopfix.models import load_model
@@ -141,7 +149,9 @@ class HFBackend(ClosedOnExit):
         weights, tokenizer = load_model(
             model, device=device, dtype=dtype, trust_remote_code=trust_remote_code
         )
-        return cls(weights, tokenizer, batch_size, capture, guards, source=str(model))
+        return cls(
+            weights, tokenizer, batch_size, capture, guards, source=str(model), warning=warning
+        )
 
     def with_guards(self, guards: GuardSpec) -> HFBackend:
         """A backend over the same loaded weights that runs `guards`."""
@@ -153,6 +163,7 @@ class HFBackend(ClosedOnExit):
             guards,
             source=self.source,
             patch=self.patch,
+            warning=self.warning,
         )
 
     def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:
@@ -180,6 +191,7 @@ class HFBackend(ClosedOnExit):
             self._chain if self.guards.params else None,
             self.capture,
             decode=decode,
+            warning=self.warning,
         )
         prompts = [request.ids or [] for request in requests]
         seeds = [request.seed for request in requests]

@@ -51,4 +51,5 @@ def open_backend(spec: BackendSpec) -> Backend:
         batch_size=spec.batch_size,
         capture=spec.capture,
         guards=spec.guards,
+        warning=spec.warning,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from loopfix.engine.warning import StepWarning
     from loopfix.guards.args import GuardArg
     from loopfix.guards.base import GuardContext, GuardParams
     from loopfix.guards.chain import GuardChain
@@ -106,6 +107,8 @@ class BackendSpec:
     device: hf only (None: the best available). capture: hf only, per-step top-1 and entropy.
     guards: decode-time guards (hf, vllm). processor: vllm only, load loopfix's logits
         processor even when `guards` needs none (an engine other backends will share).
+    warning: hf only, an early warning the engine reads from the model while it generates
+        (`engine.warning`; each generation's `warning_step`, an `early` rescue acts on it).
     """
 
     kind: BackendKind
@@ -119,6 +122,7 @@ class BackendSpec:
     processor: bool = False
     openai: OpenAIOptions | None = None
     ray: RayOptions | None = None
+    warning: StepWarning | None = None
 
     def __post_init__(self) -> None:
         if (self.kind == "openai") != (self.openai is not None):

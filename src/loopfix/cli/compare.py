@@ -64,6 +64,7 @@ def compare_command(
     batch_size: int = option(ScanConfig, "batch_size"),
     device: str | None = option(ScanConfig, "device"),
     backend: str = option(ScanConfig, "backend"),
+    warning: str | None = option(ScanConfig, "warning"),
     # compare writes a directory of scans, not one scan: its own default, not ScanConfig's
     out: Path = typer.Option(Path("compare"), help="output directory (resumes when it matches)"),
     trust_remote_code: bool = option(ScanConfig, "trust_remote_code", "--trust-remote-code"),

@@ -158,6 +158,7 @@ def scan_command(
     batch_size: int = option(ScanConfig, "batch_size"),
     concurrency: int = option(ScanConfig, "concurrency"),
     capture: bool = option(ScanConfig, "capture"),
+    warning: str | None = option(ScanConfig, "warning"),
     device: str | None = option(ScanConfig, "device"),
     trust_remote_code: bool = option(ScanConfig, "trust_remote_code", "--trust-remote-code"),
     out: Path = option(ScanConfig, "out"),

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from loopfix.cli.common import console, examples, parse_list
 from loopfix.cli.options import build, option
-from loopfix.states.config import WarningConfig
+from loopfix.leadtime.config import WarningConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +40,7 @@ def warn_command(
     heldout_share: float = option(WarningConfig, "heldout_share"),
     out: Path = typer.Option(Path("warning"), "--out", help="folder for the probe and results"),
 ) -> None:
-    from loopfix.states.lead import run_warning
+    from loopfix.leadtime.run import run_warning
 
     config = build(
         WarningConfig,

@@ -44,10 +44,15 @@ def mergeable(model: PreTrainedModel) -> bool:
 
 
 class KVBatch:
-    """The running rows: their KV cache, attention mask and next positions, kept in step."""
+    """The running rows: their KV cache, attention mask and next positions, kept in step.
 
-    def __init__(self, model: PreTrainedModel) -> None:
-        self.model = model
+    state_layer: after each prefill and step, `states` holds every row's hidden state there at
+    its last position (rows, width; numbered as `output_hidden_states` numbers them), for a
+    warning that reads the model while it generates; None: not kept."""
+
+    def __init__(self, model: PreTrainedModel, state_layer: int | None = None) -> None:
+        self.model, self.state_layer = model, state_layer
+        self.states: torch.Tensor | None = None
         self.cache = DynamicCache(config=model.config)
         # The fused forward writes into SpareLayers, so it serves mergeable caches only.
         self.fused: LlamaFused | None = None
@@ -75,7 +80,15 @@ class KVBatch:
                 cache=self.cache,
                 cache_position=cache_position,
                 logits_to_keep=1,
+                output_hidden_states=self.state_layer is not None,
             )
+
+    def _model_logits(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> Any:
+        """The model's own forward: the last position's logits, and its state if kept."""
+        output = self._forward(ids, mask, positions)
+        if self.state_layer is not None:
+            self.states = output.hidden_states[self.state_layer][:, -1, :].float()
+        return output.logits[:, -1, :]
 
     def prefill(self, contexts: Sequence[list[int]], pad_id: int) -> torch.Tensor:
         """Start a batch on these contexts (left-padded); the next-token logits per row."""
@@ -90,9 +103,10 @@ class KVBatch:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with record_function("engine prefill"):  # named in profiles (bench_real_model --profile)
             if self.fused is not None and self.fused.packs(mask):
-                logits = self.fused.prefill(ids, mask, self.cache)
+                logits, states = self.fused.prefill(ids, mask, self.cache, self.state_layer)
+                self.states = None if states is None else states.float()
             else:
-                logits = self._forward(ids, mask, positions).logits[:, -1, :]
+                logits = self._model_logits(ids, mask, positions)
         self.mask, self.positions = mask, positions[:, -1] + 1
         return logits.float()
 
@@ -102,9 +116,12 @@ class KVBatch:
         ids, positions = tokens[:, None], self.positions[:, None]
         with record_function("engine decode step"):
             if self.fused is not None and self.fused.supported():
-                logits = self.fused.step(ids, self.mask, positions, self.cache)
+                logits, states = self.fused.step(
+                    ids, self.mask, positions, self.cache, self.state_layer
+                )
+                self.states = None if states is None else states.float()
             else:
-                logits = self._forward(ids, self.mask, positions).logits[:, -1, :]
+                logits = self._model_logits(ids, self.mask, positions)
         self.positions = self.positions + 1
         return logits.float()
 

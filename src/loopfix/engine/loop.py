@@ -49,6 +49,7 @@ from transformers import PreTrainedModel
 from loopfix.engine.kv_batch import KVBatch, mergeable
 from loopfix.engine.sampling import draw, sampler_penalties, sampler_warpers, uniforms
 from loopfix.engine.stops import Decode, stop_found
+from loopfix.engine.warning import StepWarning
 from loopfix.guards.chain import GuardChain
 from loopfix.guards.record import GuardRecord
 from loopfix.records import DecodeSettings, FinishReason
@@ -65,6 +66,7 @@ class EngineResult:
     top1: list[float] | None = None
     entropy: list[float] | None = None
     stop: str | None = None  # the stop text that ended it
+    warning_step: int | None = None  # the output position where the early warning first fired
 
 
 _PARKED = 1 << 40
@@ -82,6 +84,8 @@ class _Sequence:
     forward_tokens: int = 0
     top1: list[float] = field(default_factory=list)
     entropy: list[float] = field(default_factory=list)
+    projected: list[float] = field(default_factory=list)  # the warning's number per step
+    warning_step: int | None = None
     parked: int | None = None  # chain row id (>= _PARKED) while waiting to be admitted again
     done: bool = False
     stopped_by: str | None = None  # the stop text that ended it
@@ -106,6 +110,9 @@ class DecodeEngine:
     capture: also return per-step top-1 probability and entropy (nats) of the distribution
         after penalties and guards, before temperature and truncation.
     decode: token ids to text, for requests with stop texts.
+    warning: an early warning read from the model's hidden states and the step's top-1 and
+        entropy (`engine.warning`); each result says where it first fired, and the guard chain
+        is told (an `early` rescue then acts on less evidence).
     """
 
     def __init__(
@@ -118,9 +125,11 @@ class DecodeEngine:
         build_chain: Callable[[], GuardChain] | None = None,
         capture: bool = False,
         decode: Decode | None = None,
+        warning: StepWarning | None = None,
     ) -> None:
         self.model, self.settings, self.eos = model, settings, eos_set(eos_token_id)
         self.pad_id, self.capture, self.decode = pad_token_id, capture, decode
+        self.warning = warning
         self.build_chain = build_chain or (lambda: GuardChain([]))
         self.mergeable = mergeable(model)
         rolls_back = "rescue" in self.build_chain().names
@@ -162,20 +171,29 @@ class _Run:
         self.engine, self.settings = engine, engine.settings
         self.waiting: deque[_Sequence] = deque()
         self.rows: list[_Sequence] = []
-        self.batch = KVBatch(engine.model)
+        self.batch = self._new_batch()
         self.logits = torch.zeros(0)
+        self.states: torch.Tensor | None = None  # the warning's hidden state per row
         sampler = sampler_penalties(engine.settings, engine.model.config.vocab_size)
         self.chain = engine.build_chain()
         self.parts = (sampler, self.chain)  # both keep per-row state in step with the rows
         self.warpers = sampler_warpers(engine.settings)
+
+    def _new_batch(self) -> KVBatch:
+        warning = self.engine.warning
+        return KVBatch(self.engine.model, None if warning is None else warning.layer)
 
     def admit(self) -> None:
         free = self.engine.batch_size - len(self.rows)
         if not self.waiting or (self.rows and free < max(1, self.engine.batch_size // 4)):
             return
         newcomers = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
-        joining = KVBatch(self.engine.model)
+        joining = self._new_batch()
         fresh = joining.prefill([s.context for s in newcomers], self.engine.pad_id)
+        if joining.states is not None:
+            running = self.states if len(self.logits) else None
+            joined = [joining.states] if running is None else [running, joining.states]
+            self.states = torch.cat(joined)
         self.batch.join(joining)
         for sequence in newcomers:
             row = len(self.rows)
@@ -199,7 +217,7 @@ class _Run:
         sampler, chain = self.parts
         # The step's logits serve this draw only, so the penalties and guards may write them.
         scores = chain.apply(sampler.apply(self.logits))
-        if self.engine.capture:
+        if self.engine.capture or self.engine.warning is not None:
             log_probs = torch.log_softmax(scores, dim=-1)
             probs = log_probs.exp()
             top1 = probs.max(dim=-1).values.tolist()
@@ -209,6 +227,8 @@ class _Run:
                 if not sequence.done:
                     sequence.top1.append(top1[row])
                     sequence.entropy.append(entropy[row])
+            if self.engine.warning is not None:
+                self._warn(self.engine.warning)
         if self.settings.greedy:
             # argmax's first maximum, as `max` finds it: 3x faster on CPU over a 49k vocabulary.
             return scores.max(dim=-1).indices.cpu()
@@ -217,6 +237,20 @@ class _Run:
         seeds = np.array([s.seed for s in self.rows], dtype=np.uint64)
         positions = np.array([len(s.output) for s in self.rows], dtype=np.uint64)
         return draw(probs, uniforms(seeds, positions)).cpu()
+
+    def _warn(self, warning: StepWarning) -> None:
+        """Read the warning after this step's signals; a row's first firing is kept."""
+        assert self.states is not None  # every prefill and step keeps them for the warning
+        projected = warning.project(self.states.cpu().numpy()).tolist()
+        for row, sequence in enumerate(self.rows):
+            if sequence.done:
+                continue
+            sequence.projected.append(projected[row])
+            if sequence.warning_step is None:
+                p = warning.step_probability(sequence.projected, sequence.top1, sequence.entropy)
+                if p >= warning.threshold:
+                    sequence.warning_step = len(sequence.output)
+                    self.chain.warn(row)  # an `early` rescue acts on less evidence from now
 
     def advance(
         self, tokens: torch.Tensor
@@ -247,6 +281,7 @@ class _Run:
                 for part in self.parts:
                     part.rollback(row, length)
                 del sequence.output[length:], sequence.top1[length:], sequence.entropy[length:]
+                del sequence.projected[length:]
                 rolled.append(sequence)
             elif len(sequence.output) >= self.settings.max_new_tokens:
                 finished.append((sequence, "length"))
@@ -268,6 +303,7 @@ class _Run:
             top1=sequence.top1 if self.engine.capture else None,
             entropy=sequence.entropy if self.engine.capture else None,
             stop=sequence.stopped_by,
+            warning_step=sequence.warning_step,
         )
 
     def settle(
@@ -288,11 +324,12 @@ class _Run:
         elif rolled or all(s.done for s in self.rows):
             # A fixed batch ends when every row has ended; a rollback (batch of one) re-prefills.
             self._release([(s, "stop") for s in self.rows if s.done], rolled, [])
-            self.batch, self.rows = KVBatch(self.engine.model), []
+            self.batch, self.rows = self._new_batch(), []
         if not self.rows:
-            self.logits = torch.zeros(0)
+            self.logits, self.states = torch.zeros(0), None
             return
         self.logits = self.batch.step(tokens.to(self.engine.model.device))
+        self.states = self.batch.states
         for sequence in self.rows:
             sequence.forward_tokens += not sequence.done
 

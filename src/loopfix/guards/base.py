@@ -87,6 +87,7 @@ class Row:
     temperature: the sampler's own temperature for this row (0 = greedy); temperature guards
         need it to turn their target temperature into a logit scale.
     generator: this row's random source, used only when a guard must sample by itself.
+    warned: the model's own early warning (`engine.warning`) has fired for this sequence.
     """
 
     params: Any
@@ -95,6 +96,7 @@ class Row:
     temperature: float = 0.0
     generator: torch.Generator | None = None
     state: Any = None
+    warned: bool = False
 
     @property
     def output(self) -> list[int]:
@@ -164,6 +166,12 @@ class Guard(ABC):
         for token in tokens:
             state.tokens.append(int(token))
             self.observe(state, int(token))
+
+    def warn(self, row: int) -> None:
+        """The model's own early warning fired for `row`: it stays warned through rollbacks."""
+        state = self.rows.get(row)
+        if state is not None:
+            state.warned = True
 
     def rollback(self, row: int, output_length: int) -> None:
         """Keep the first `output_length` generated tokens of `row`, replayed into fresh state."""

@@ -70,6 +70,10 @@ class GuardChain:
         for guard in self.guards:
             guard.rollback(row, output_length)
 
+    def warn(self, row: int) -> None:
+        for guard in self.guards:
+            guard.warn(row)
+
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         for guard in self.guards:
             logits = guard.apply(logits)

@@ -19,6 +19,12 @@ A driver that cannot roll back (vLLM) uses `rollback=False`: the token the cycle
 is banned instead, at the next position (`onset`, `repeat`) or at the next time the cycle comes
 round to its least sure step (`uncertain`).
 
+`early=True`: once the model's own early warning has fired for the row (the decode engine reads
+it from the model's hidden states, `engine.warning`, when a scan is given `--warning`), a loop
+of 2 copies over half of `min_span` is enough to act on, where without it the rescue waits for
+`min_repeats` (3) copies over `min_span` (32) tokens: the warning stands in for the missing
+copy. Without a warning, or on a backend that reads none (vLLM), it acts as the plain rescue.
+
 `escape="think_end"`: a loop found inside a think block (a `<think>` token seen, prompt included,
 after the last `</think>`) is escaped by forcing `</think>` at the next step (every other logit
 -inf), with no rollback and no ban: the reasoning ends and the model moves on to its answer, which
@@ -43,6 +49,8 @@ from loopfix.guards.watch import WatchParams, new_monitor
 
 __all__ = ["RescueGuard", "RescueParams", "RescueState"]
 
+EARLY_REPEATS = 2
+
 
 class RescueParams(WatchParams):
     budget: int = Field(4, ge=0, description="rescues allowed per sequence")
@@ -58,6 +66,11 @@ class RescueParams(WatchParams):
         "ban",
         description="inside a think block: ban as usual, or force </think> at once (think_end)",
     )
+    early: bool = Field(
+        False,
+        description="once the model's own early warning fires (a scan's --warning), also act "
+        "on 2 copies over half of min_span",
+    )
 
 
 THINK_START, THINK_END = "<think>", "</think>"
@@ -72,6 +85,7 @@ class ThinkMarkers:
 @dataclass
 class RescueState:
     monitor: LoopMonitor
+    early: LoopMonitor | None = None  # the relaxed watch of `early`, acted on once warned
     think: ThinkMarkers | None = None  # set only when escape="think_end" and both tokens exist
     thinking: bool = False
     escaping: bool = False  # force `</think>` at the next step
@@ -106,7 +120,7 @@ class RescueGuard(Guard):
     def start(self, row: Row) -> RescueState:
         old: RescueState | None = row.state
         think = self.think_markers if row.params.escape == "think_end" else None
-        state = RescueState(new_monitor(row.params), think)
+        state = RescueState(new_monitor(row.params), early_monitor(row.params), think)
         if old is not None:  # a rollback: the ledger survives, the monitor restarts
             state.bans, state.rescues, state.bumped = old.bans, old.rescues, old.bumped
             state.confidence = old.confidence
@@ -123,6 +137,9 @@ class RescueGuard(Guard):
         if row.output_length <= 0:  # a prompt token
             return
         verdict = state.monitor.push(token)
+        early = None if state.early is None else state.early.push(token)
+        if verdict is None and row.warned:
+            verdict = early
         if verdict is None or state.replaying or len(state.rescues) >= row.params.budget:
             return
         onset, period = int(verdict.onset or 0), int(verdict.period or 1)
@@ -199,6 +216,16 @@ class RescueGuard(Guard):
         if state.bumped and row.params.bump_temperature is not None:
             state.bumped -= 1
             retemper_(logits, row.temperature, row.params.bump_temperature, row.generator)
+
+
+def early_monitor(params: RescueParams) -> LoopMonitor | None:
+    """The relaxed watch an `early` rescue acts on after the warning: a loop is 2 copies of
+    the unit over half the span (the defaults' 3 copies over 32 tokens are what it waits for
+    without a warning)."""
+    if not params.early:
+        return None
+    relaxed = {"min_repeats": EARLY_REPEATS, "min_span": max(1, params.min_span // 2)}
+    return new_monitor(params.model_copy(update=relaxed))
 
 
 def _single_token(context: GuardContext | None, text: str) -> int | None:

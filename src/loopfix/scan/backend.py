@@ -23,6 +23,13 @@ def backend_spec(
             config.timeout,
             config.think,
         )
+    warning = None
+    if config.warning is not None:
+        if config.backend != "hf":
+            raise BackendError("--warning: only the hf engine reads the model while it generates")
+        from loopfix.states.warning import load_warning
+
+        warning = load_warning(config.warning)
     ray = None
     if config.ray_address is not None:
         if config.backend == "openai":
@@ -41,4 +48,5 @@ def backend_spec(
         processor=processor,
         openai=openai,
         ray=ray,
+        warning=warning,
     )

@@ -80,6 +80,11 @@ class ScanConfig(SamplerSettings):
     concurrency: int = Field(8, ge=1, description="requests in flight (openai backend)")
     timeout: float = Field(600.0, gt=0, description="seconds per request (openai backend)")
     capture: bool = Field(False, description="record per-step top-1 probability and entropy")
+    warning: str | None = Field(
+        None,
+        description="a `loopfix warn` probe (warning_probe.json) the hf engine reads while "
+        "generating: meta.warning_step per sample; an `early` rescue acts on it",
+    )
     device: str | None = Field(None, description="cpu, cuda, ... (default: best available)")
     dtype: str | None = Field(
         None, description="float32, bfloat16, ... (default: float32 on CPU, else the checkpoint's)"

@@ -47,6 +47,8 @@ def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, o
         meta["completion_tokens"] = generation.token_count
     if generation.stop is not None:
         meta["stop"] = generation.stop
+    if generation.warning_step is not None:
+        meta["warning_step"] = generation.warning_step
     return meta
 
 

@@ -19,8 +19,10 @@ never loop get a warning anywhere.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,12 +35,15 @@ if TYPE_CHECKING:
 __all__ = [
     "WarningProbe",
     "choose_threshold",
+    "load_warning",
+    "default_layer",
     "fit_logistic",
     "step_labels",
     "window_features",
 ]
 
 ENTROPY_LOW = DetectConfig().entropy_threshold
+SIGNALS = 4  # the features after the state: mean top-1, flywheel, entropy streak, mean entropy
 
 
 def _window_means(values: np.ndarray, window: int) -> np.ndarray:
@@ -49,6 +54,11 @@ def _window_means(values: np.ndarray, window: int) -> np.ndarray:
     counts = (ends - starts).reshape(-1, *([1] * (values.ndim - 1)))
     means: np.ndarray = (sums[ends] - sums[starts]) / counts
     return means
+
+
+def default_layer(layers: int) -> int:
+    """The layer read when none is given: two thirds deep."""
+    return round(2 * layers / 3)
 
 
 def window_features(signals: StepSignals, window: int, states: bool = True) -> np.ndarray:
@@ -134,6 +144,48 @@ class WarningProbe:
         result: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
         return result
 
+    def _state_weights(self) -> tuple[np.ndarray, float]:
+        """The state's part of the logit as (v, c): v . state, averaged over the window, minus
+        c (the standardisation is linear, so the window mean moves inside the dot product)."""
+        if not self.states:
+            return np.zeros(0), 0.0
+        width = len(self.weights) - SIGNALS
+        v = self.weights[:width] / self.scale[:width]
+        return v, float(self.mean[:width] @ v)
+
+    def project(self, states: np.ndarray) -> np.ndarray:
+        """Each row's state dotted with the probe's state weights (zeros without states)."""
+        v, _ = self._state_weights()
+        if not self.states:
+            return np.zeros(len(states))
+        projected: np.ndarray = states.astype(np.float64) @ v
+        return projected
+
+    def step_probability(
+        self, projected: Sequence[float], top1: Sequence[float], entropy: Sequence[float]
+    ) -> float:
+        """`probabilities(window_features(...))[-1]` from the per-step lists (each as long as
+        the output so far), in O(window): what the decode engine asks after every step."""
+        window, steps = self.window, len(top1)
+        recent = np.asarray(top1[-window:], dtype=np.float64)
+        if steps > window:
+            earlier = np.asarray(top1[max(0, steps - 2 * window) : steps - window])
+            flywheel = recent.mean() - earlier.mean()
+        else:
+            flywheel = 0.0
+        streak = 0
+        for value in reversed(entropy):
+            if value >= ENTROPY_LOW:
+                break
+            streak += 1
+        signals = np.array([recent.mean(), flywheel, streak / window, np.mean(entropy[-window:])])
+        width = len(self.weights) - SIGNALS
+        logit = (signals - self.mean[width:]) / self.scale[width:] @ self.weights[width:]
+        if self.states:
+            v, offset = self._state_weights()
+            logit += float(np.mean(projected[-window:])) - offset
+        return float(1.0 / (1.0 + np.exp(-(logit + self.bias))))
+
     def first_warning(self, probabilities: np.ndarray) -> int | None:
         """The first step at which it warns, or None."""
         fired = np.flatnonzero(probabilities >= self.threshold)
@@ -170,3 +222,15 @@ class WarningProbe:
             float(data["threshold"]),
             dict(data["provenance"]),
         )
+
+
+def load_warning(path: str | Path) -> WarningProbe:
+    """A probe `loopfix warn` wrote (warning_probe.json); a bad file is a one-line error."""
+    from loopfix.errors import LoopfixError
+
+    try:
+        return WarningProbe.from_json(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise LoopfixError(
+            f"--warning: {path} is not a warning probe written by `loopfix warn` ({error})"
+        ) from error

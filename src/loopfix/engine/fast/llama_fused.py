@@ -301,26 +301,39 @@ class LlamaFused:
         return _Shape(rows, self._heads, self._kv_heads, self._head_dim)
 
     def _layers_forward(
-        self, hidden: torch.Tensor, ops: LayerOps, cache: Any
-    ) -> tuple[torch.Tensor, bool]:
-        """The decoder layers on `hidden` (tokens, width), then the final norm; and whether the
-        projections ran on packed weights."""
+        self, hidden: torch.Tensor, ops: LayerOps, cache: Any, state_layer: int | None = None
+    ) -> tuple[torch.Tensor, bool, torch.Tensor | None]:
+        """The decoder layers on `hidden` (tokens, width), then the final norm; whether the
+        projections ran on packed weights; and the hidden state `state_layer` as
+        `output_hidden_states` numbers them (0 the embeddings, i the output of decoder layer i,
+        the last one after the final norm), None when not asked for."""
         pack = packable(hidden, self.model.lm_head.weight)  # one dtype and device for all
+        state = hidden.clone() if state_layer == 0 else None
         hidden, normed = ops.add_norm(hidden, None, self._layers[0].input_norm)
-        for layer, cache_layer in zip(self._layers, cache.layers, strict=True):
+        for number, (layer, cache_layer) in enumerate(zip(self._layers, cache.layers, strict=True)):
             context = ops.attend(layer.qkv(normed, pack), cache_layer, layer.scaling)
             hidden, normed = ops.add_norm(hidden, layer.out(context, pack), layer.post_norm)
             activation = ops.silu_mul(layer.gate_up(normed, pack))
             hidden, normed = ops.add_norm(hidden, layer.down(activation, pack), layer.next_norm)
-        return normed, pack
+            if state_layer == number + 1 < len(self._layers):
+                state = hidden.clone()  # the next layer's add_norm may write it in place
+        if state_layer == len(self._layers):
+            state = normed
+        return normed, pack, state
 
     @torch.inference_mode()
     def step(
-        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
-    ) -> torch.Tensor:
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+        state_layer: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Next-token logits (rows, vocabulary) for `ids` (rows, 1) at `positions` (rows, 1),
         the engine's 2-d padding mask (rows, cached + 1) and its cache of `SpareLayer`s, which
-        receives this token's keys and values."""
+        receives this token's keys and values; and the hidden state `state_layer` (rows,
+        width) of `_layers_forward`."""
         inner = self.model.model
         hidden = inner.embed_tokens(ids)[:, 0].contiguous()
         cos, sin = inner.rotary_emb(hidden, positions)  # (rows, 1, head_dim), one per row
@@ -330,8 +343,8 @@ class LlamaFused:
             ops = TorchOps(self._shape(ids.shape[0]), mask, cos, sin)
         else:
             ops = KernelOps(kernels, cos, sin, mask)
-        normed, pack = self._layers_forward(hidden, ops, cache)
-        return self._head(normed, pack)
+        normed, pack, state = self._layers_forward(hidden, ops, cache, state_layer)
+        return self._head(normed, pack), state
 
     def packs(self, mask: torch.Tensor) -> bool:
         """Whether `prefill` serves a batch with this padding mask: the decode step is
@@ -339,11 +352,14 @@ class LlamaFused:
         return self.supported() and self.kernels() is not None and bool(mask.any(dim=1).all())
 
     @torch.inference_mode()
-    def prefill(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
+    def prefill(
+        self, ids: torch.Tensor, mask: torch.Tensor, cache: Any, state_layer: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Next-token logits (rows, vocabulary) after each row of the left-padded batch `ids`
         (rows, width; `mask` 1 on its tokens), run packed on the compiled kernels (`packs`
         first); the keys and values go into `cache`'s `SpareLayer`s in the same left-padded
-        layout (padding positions hold zeros)."""
+        layout (padding positions hold zeros). With `state_layer`, also each row's last hidden
+        state there (`_layers_forward`)."""
         kernels = self.kernels()
         if kernels is None:
             raise RuntimeError("the fused prefill runs on the compiled kernels only")
@@ -352,9 +368,9 @@ class LlamaFused:
         hidden = inner.embed_tokens(ids[mask.bool()])
         cos, sin = inner.rotary_emb(hidden, packed.positions[None])
         ops = PackedKernelOps(kernels, cos, sin, packed, self._shape(len(packed.lengths)))
-        normed, pack = self._layers_forward(hidden, ops, cache)
+        normed, pack, state = self._layers_forward(hidden, ops, cache, state_layer)
         last = torch.cumsum(packed.lengths, dim=0) - 1
-        return self._head(normed[last], pack)
+        return self._head(normed[last], pack), None if state is None else state[last]
 
 
 def serves(config: PretrainedConfig) -> bool:

@@ -29,11 +29,12 @@ import numpy as np
 
 from loopfix.atomic import write_json_atomic
 from loopfix.guards.watch import WatchParams, new_monitor
+from loopfix.leadtime.config import WarningConfig, WarningError
 from loopfix.records import Sample
-from loopfix.states.config import WarningConfig, WarningError
 from loopfix.states.warning import (
     WarningProbe,
     choose_threshold,
+    default_layer,
     fit_logistic,
     step_labels,
     window_features,
@@ -146,10 +147,6 @@ def length_rule(clean_lengths: Sequence[int], false_alarm: float) -> int:
     ordered = sorted(clean_lengths, reverse=True)
     allowed = int(np.floor(false_alarm * len(ordered)))
     return ordered[allowed] if allowed < len(ordered) else 0
-
-
-def default_layer(layers: int) -> int:
-    return round(2 * layers / 3)
 
 
 def run_warning(
