@@ -11,7 +11,8 @@ their medians (CPU time: on a shared machine, wall time moves with the other job
 with the warning). The outputs must be equal (the warning only reads). Then the warning's own
 work per decode step, timed alone on N rows (what the end-to-end ratio cannot resolve when
 other jobs share the machine): the step's top-1 and entropy over the vocabulary, and the
-projection of the states and each row's probability.
+projection of the states and each row's probability; and one row's probability after 1k, 4k,
+16k and 32k steps (the online cost must not grow with the output).
 """
 
 from __future__ import annotations
@@ -84,11 +85,28 @@ def main() -> None:
     print(f"median ratio warning / none: {warned / none:.3f}")
     step = none * options.n  # CPU seconds of one decode step of N rows, without the warning
     signals, reading = _component_seconds(probe, options.n, width, model.config.vocab_size)
+    for length, seconds_per_step in _history_seconds(probe).items():
+        print(f"one row's probability after {length} steps: {1e6 * seconds_per_step:.1f} us")
     print(
         f"per decode step of {options.n} rows: {1000 * step:.1f} ms; the warning's work "
         f"{1000 * (signals + reading):.2f} ms ({100 * (signals + reading) / step:.2f}%: "
         f"top-1 and entropy {1000 * signals:.2f} ms, states read {1000 * reading:.2f} ms)"
     )
+
+
+def _history_seconds(
+    probe: WarningProbe, lengths: tuple[int, ...] = (1_000, 4_000, 16_000, 32_000)
+) -> dict[int, float]:
+    """CPU seconds of one row's `step_probability` with a history of each length, in a loop
+    (every entropy low, the streak's worst case): flat if the cost does not grow with it."""
+    result = {}
+    for length in lengths:
+        values = [0.01] * length
+        started = time.process_time()
+        for _ in range(2000):
+            probe.step_probability(values, values, values)
+        result[length] = (time.process_time() - started) / 2000
+    return result
 
 
 def _component_seconds(

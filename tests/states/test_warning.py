@@ -24,6 +24,7 @@ from loopfix.scan import ScanConfig, run_scan
 from loopfix.states.steps import StepSignals, step_signals
 from loopfix.states.warning import (
     ENTROPY_LOW,
+    STREAK_WINDOWS,
     WarningProbe,
     choose_threshold,
     fit_logistic,
@@ -46,6 +47,8 @@ def test_window_features_average_and_read_the_flywheel_and_the_streak() -> None:
     np.testing.assert_allclose(features[:, 2], [0.2, 0.2, 0.3, 0.5, 0.7, 0.9])
     np.testing.assert_allclose(features[:, 3], [0, 0, 0.3 - 0.2, 0.5 - 0.2, 0.7 - 0.3, 0.9 - 0.5])
     np.testing.assert_allclose(features[:, 4], [0, 0.5, 1.0, 0, 0.5, 1.0])
+    flat = StepSignals(np.zeros((30, 2)), np.full(30, 0.9), np.zeros(30))
+    assert window_features(flat, window=2)[:, 4].max() == STREAK_WINDOWS  # it saturates
 
 
 def test_the_fit_separates_and_the_threshold_allows_the_stated_false_alarms() -> None:

@@ -6,7 +6,8 @@ Features at step t (`window_features`), over the last `window` steps (fewer at t
 - the mean top-1 probability, and the confidence flywheel: that mean minus the mean over the
   `window` steps before (0 while there are none): the top-1 probability climbing;
 - the entropy streak: how many steps up to t in a row had entropy under the early-warning
-  threshold (`DetectConfig.entropy_threshold`), over `window`; and the mean entropy.
+  threshold (`DetectConfig.entropy_threshold`), over `window` (at most `STREAK_WINDOWS`); and
+  the mean entropy.
 
 Labels come from the scan's own verdicts: the steps of a looping sample from its loop's onset
 on are positive, every other step of it and every step of a sample that ended by itself
@@ -44,6 +45,9 @@ __all__ = [
 
 ENTROPY_LOW = DetectConfig().entropy_threshold
 SIGNALS = 4  # the features after the state: mean top-1, flywheel, entropy streak, mean entropy
+STREAK_WINDOWS = 4
+"""The entropy streak saturates at this many windows: a step then reads at most that many
+entropies back, so its cost does not grow with the output."""
 
 
 def _window_means(values: np.ndarray, window: int) -> np.ndarray:
@@ -71,7 +75,7 @@ def window_features(signals: StepSignals, window: int, states: bool = True) -> n
     run = 0
     for t, value in enumerate(signals.entropy):
         run = run + 1 if value < ENTROPY_LOW else 0
-        streak[t] = run / window
+        streak[t] = min(run, STREAK_WINDOWS * window) / window
     entropy = _window_means(signals.entropy.astype(np.float64), window)
     columns = [top1, flywheel, streak, entropy]
     if states:
@@ -174,7 +178,7 @@ class WarningProbe:
         else:
             flywheel = 0.0
         streak = 0
-        for value in reversed(entropy):
+        for value in reversed(entropy[-STREAK_WINDOWS * window :]):
             if value >= ENTROPY_LOW:
                 break
             streak += 1
