@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from loopfix.leadtime.config import WarningConfig
+from loopfix.leadtime.run import run_warning
 from loopfix.repair import RepairConfig, run_repair
-from loopfix.scan import ScanConfig
+from loopfix.scan import ScanConfig, run_scan
 from loopfix.scan.guard_comparison import CompareConfig, run_compare
+from loopfix.summaries import Paired
 
 pytestmark = pytest.mark.slow
 
@@ -62,3 +65,44 @@ def test_the_testbed_patch_gives_greedy_answers_back_while_its_loops_remain(
     assert patched > base / 2, primary  # not halved
     assert primary.random_control.loops >= patched, primary  # the control does no better
     assert greedy.patched.loops < greedy.base.loops, greedy
+
+
+def test_rescue_on_the_early_warning_gives_back_what_a_relaxed_watch_gives(
+    tmp_path: Path,
+) -> None:
+    # docs/guards.md "Rescue on the early warning", testbed: a warning fitted on the testbed's
+    # own records (seed 0); on other prompts (seed 1) the rescue that acts on it recovers far
+    # more answers than the rescue on the text verdict, none lost; a rescue that always acts on
+    # 2 copies, with no warning, recovers as many (the testbed has no answer that repeats).
+    fit = ScanConfig(
+        model="loopfix:stargraph",
+        n=300,
+        temperatures=[0.0, 1.0],
+        max_new_tokens=48,
+        out=tmp_path / "fit",
+    )
+    run_scan(fit)
+    config = WarningConfig(records=str(fit.out), model="loopfix:stargraph", window=8)
+    run_warning(config, tmp_path / "warn", lambda line: None)
+    probe = str(tmp_path / "warn" / "warning_probe.json")
+
+    def rescue(name: str, args: dict[str, object]) -> Paired:
+        scan = ScanConfig(
+            model="loopfix:stargraph",
+            n=200,
+            seed=1,
+            temperatures=[0.0],
+            max_new_tokens=48,
+            warning=probe,
+            out=tmp_path / name,
+        )
+        result = run_compare(CompareConfig(scan=scan, guards=["none", "rescue"], guard_args=args))
+        paired = result.entry("rescue", 0.0).paired
+        assert paired is not None and paired.regressions == 0, name
+        return paired
+
+    late = rescue("late", {})
+    early = rescue("early", {"rescue.early": True})
+    relaxed = rescue("relaxed", {"rescue.min_repeats": 2, "rescue.min_span": 16})
+    assert early.rescues >= late.rescues + 20, (early, late)
+    assert abs(early.rescues - relaxed.rescues) <= 10, (early, relaxed)
