@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import typer
 
-from loopfix.cli import (
-    compare,
-    consistency,
-    detect,
-    doctor,
-    lab,
-    models,
-    patch,
-    repair,
-    scan,
-    serve,
-    warn,
-)
 from loopfix.cli.common import LoopfixGroup
+
+VERB_MODULES = (
+    "compare",
+    "consistency",
+    "detect",
+    "doctor",
+    "lab",
+    "models",
+    "patch",
+    "repair",
+    "scan",
+    "serve",
+    "warn",
+)
+"""The modules of `loopfix.cli` that register commands (each has `register(app)`)."""
 
 app = typer.Typer(
     name="loopfix",
@@ -27,20 +31,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
-for _module in (
-    compare,
-    consistency,
-    detect,
-    doctor,
-    lab,
-    models,
-    patch,
-    repair,
-    scan,
-    serve,
-    warn,
-):
-    _module.register(app)
+for _name in VERB_MODULES:
+    import_module(f"loopfix.cli.{_name}").register(app)
 
 
 def main() -> None:
