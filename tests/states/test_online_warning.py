@@ -4,6 +4,8 @@ own forward, and the hidden state each path keeps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -93,7 +95,7 @@ def test_the_engine_warns_where_the_offline_probe_warns(family: str) -> None:
     ]
     # A threshold some outputs reach early, some late and some never.
     threshold = float(np.median(np.concatenate(offline)))
-    probe = WarningProbe(**{**probe.__dict__, "threshold": threshold})
+    probe = replace(probe, threshold=threshold)
     warned = generate(model, tokenizer, prompts, settings, 3, warning=probe)
     for p, before, after in zip(offline, plain, warned, strict=True):
         assert after.tokens == before.tokens  # reading the model changes nothing it generates

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,9 +149,11 @@ class WarningProbe:
         result: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
         return result
 
+    @cached_property
     def _state_weights(self) -> tuple[np.ndarray, float]:
         """The state's part of the logit as (v, c): v . state, averaged over the window, minus
-        c (the standardisation is linear, so the window mean moves inside the dot product)."""
+        c (the standardisation is linear, so the window mean moves inside the dot product).
+        Computed once: the engine asks for it every step."""
         if not self.states:
             return np.zeros(0), 0.0
         width = len(self.weights) - SIGNALS
@@ -159,10 +162,9 @@ class WarningProbe:
 
     def project(self, states: np.ndarray) -> np.ndarray:
         """Each row's state dotted with the probe's state weights (zeros without states)."""
-        v, _ = self._state_weights()
         if not self.states:
             return np.zeros(len(states))
-        projected: np.ndarray = states.astype(np.float64) @ v
+        projected: np.ndarray = states.astype(np.float64) @ self._state_weights[0]
         return projected
 
     def step_probability(
@@ -186,8 +188,7 @@ class WarningProbe:
         width = len(self.weights) - SIGNALS
         logit = (signals - self.mean[width:]) / self.scale[width:] @ self.weights[width:]
         if self.states:
-            v, offset = self._state_weights()
-            logit += float(np.mean(projected[-window:])) - offset
+            logit += float(np.mean(projected[-window:])) - self._state_weights[1]
         return float(1.0 / (1.0 + np.exp(-(logit + self.bias))))
 
     def first_warning(self, probabilities: np.ndarray) -> int | None:

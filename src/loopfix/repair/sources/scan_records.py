@@ -78,7 +78,7 @@ def _scan_config(path: Path) -> ScanConfig:
     identity = path.parent / "scan.json"
     if not identity.is_file():
         raise RepairInputError(
-            f"{identity} is missing: records for a repair must come from `loopfix scan`, which "
+            f"{identity} is missing: the records must come from `loopfix scan`, which "
             "writes the scan's configuration (suite, seed, decode settings) beside them"
         )
     try:
