@@ -165,6 +165,15 @@ def test_experiments_run_together_train_each_distinct_model_once(tmp_path: Path)
     )
     assert sum("copied from it" in line for line in lines) == 2
     assert sum("training 2 steps" in line for line in lines) == 2 * (2 + 4 - 1)
+    # one experiment after the other, each summarised once its runs are there
+    margin_written = lines.index(
+        f"wrote {tmp_path / 'margin' / 'experiment.json'}, "
+        f"{tmp_path / 'margin' / 'table.md'}, {tmp_path / 'margin' / 'plot.svg'}"
+    )
+    first_loop_data = next(
+        i for i, line in enumerate(lines) if "loop-data" in line and ": step " in line
+    )
+    assert margin_written < first_loop_data
     kept = run_records(tmp_path / "margin")
     copied = run_records(tmp_path / "loop-data")
     for seed in (0, 1):

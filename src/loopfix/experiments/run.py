@@ -10,7 +10,8 @@ Seeds run in the outer loop, so an interrupted run has whole seeds of paired arm
 Several experiments run as one (`run_experiments`, behind `lab experiment all`) train each
 distinct model once: arms of different experiments with the same training config, seed and
 evaluation (every experiment's baseline is the same recipe) are trained and evaluated once and
-the finished run folder is copied into the others.
+the finished run folder is copied into the others. They run one experiment after another, and
+each writes its summary files once its last run is there.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -146,15 +147,16 @@ def run_key(train_config: TrainConfig, config: ExperimentConfig) -> str:
 def run_experiments(
     runs: Sequence[tuple[ExperimentConfig, Path]], report: Report = print, jobs: int = 1
 ) -> list[ExperimentSummary]:
-    """`run_experiment` for each (config, OUT), training every distinct model once."""
+    """`run_experiment` for each (config, OUT), training every distinct model once. The
+    experiments run one after the other (each seed-major) and each writes its summary files as
+    soon as its last run is there, so a run stopped part way leaves whole experiments."""
     plans = [(config, out, plan_of(config)) for config, out in runs]
     for _, out, plan in plans:
         claim_out(out, plan)
     slots = [
         (config, out, arm, seed, train_config.model_copy(update={"seed": seed}))
-        for seed in range(max(config.seeds for config, _ in runs))
         for config, out, plan in plans
-        if seed < config.seeds
+        for seed in range(config.seeds)
         for arm, train_config in plan.arms.items()
     ]
     finished = {
@@ -163,7 +165,7 @@ def run_experiments(
         if (run_folder(out, arm, seed) / "result.json").is_file()
     }
     todo: dict[str, tuple[TrainConfig, ExperimentConfig, Path, str]] = {}
-    copies: list[tuple[str, Path]] = []
+    copies: dict[str, list[Path]] = {}
     for number, (config, out, arm, seed, train_config) in enumerate(slots, 1):
         graph = "G({},{})".format(*config.graph)
         label = f"[{number}/{len(slots)}] {config.name} {graph} / {arm} seed {seed}"
@@ -172,26 +174,45 @@ def run_experiments(
         if (folder / "result.json").is_file():
             report(f"{label}: done before, kept")
         elif key in finished or key in todo:
-            copies.append((key, folder))
+            copies.setdefault(key, []).append(folder)
             report(f"{label}: the same model as another arm's, copied from it")
         else:
             todo[key] = (train_config, config, folder, label)
             report(f"{label}: training {train_config.steps} steps, then evaluating")
+    summaries: dict[int, ExperimentSummary] = {}
+
+    def settle(key: str | None) -> None:
+        """`key`'s run is finished (None: nothing new): copy it where it is wanted, then
+        summarise every experiment that now has all its runs."""
+        if key is not None:
+            source = finished.get(key) or todo[key][2]
+            for folder in copies.pop(key, []):
+                shutil.copytree(source / "model", folder / "model", dirs_exist_ok=True)
+                shutil.copyfile(source / "result.json", folder / "result.json")  # last: done
+        for index, (config, out, plan) in enumerate(plans):
+            if index not in summaries and all(
+                (run_folder(out, arm, seed) / "result.json").is_file()
+                for seed in range(config.seeds)
+                for arm in plan.arms
+            ):
+                summaries[index] = summarise_out(config, out, plan, report)
+
+    for key in [key for key in copies if key in finished]:
+        settle(key)
+    settle(None)
     if jobs == 1:
-        for train_config, config, folder, label in todo.values():
+        for key, (train_config, config, folder, label) in todo.items():
             record = train_and_evaluate(train_config, config, folder, report, label)
             write_json_atomic(folder / "result.json", record)
-    else:
+            settle(key)
+    elif todo:
         # Spawned, not forked: each worker starts its own torch with its own threads.
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            submitted = [pool.submit(_train_and_store, *job) for job in todo.values()]
-            for job in submitted:
+            submitted = {pool.submit(_train_and_store, *job): key for key, job in todo.items()}
+            for job in as_completed(submitted):
                 job.result()  # a worker's error, raised here
-    for key, folder in copies:
-        source = finished.get(key) or todo[key][2]
-        shutil.copytree(source / "model", folder / "model", dirs_exist_ok=True)
-        shutil.copyfile(source / "result.json", folder / "result.json")  # last: marks it done
-    return [summarise_out(config, out, plan, report) for config, out, plan in plans]
+                settle(submitted[job])
+    return [summaries[index] for index in range(len(plans))]
 
 
 def summarise_out(
