@@ -41,6 +41,18 @@ def test_pieces_are_joined_once_into_the_cache(pieces, monkeypatch, tmp_path) ->
     assert sorted(p.name for p in path.parent.iterdir()) == ["m.gguf"]  # no temporary left
 
 
+def test_a_file_joined_before_is_found_without_its_pieces(pieces, monkeypatch) -> None:
+    # vLLM's venv has none of the piece packages; it reads what the main venv joined.
+    _register(monkeypatch, pieces, hashlib.sha256(b"".join(PIECES)).hexdigest())
+    path = packaged_model_path("pieces")
+    gone = [(f"{package}_gone", inside) for package, inside in pieces]
+    _register(monkeypatch, gone, hashlib.sha256(b"".join(PIECES)).hexdigest())
+    assert packaged_model_path("pieces") == path
+    path.unlink()
+    with pytest.raises(ModelLoadError, match="needs the loopfix-test-piece0-gone package"):
+        packaged_model_path("pieces")
+
+
 def test_pieces_with_another_digest_never_become_the_file(pieces, monkeypatch, tmp_path) -> None:
     _register(monkeypatch, pieces, "0" * 64)
     with pytest.raises(ModelLoadError) as caught:

@@ -68,8 +68,11 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
 
 def packaged_model_path(name: str) -> Path:
     """The GGUF file of `loopfix:NAME`: inside its package, or joined from its pieces into the
-    cache on first use."""
+    cache on first use. A file joined before needs no piece: a process in another venv (vLLM's
+    `.venv-vllm`, which has none of the pieces) reads what this one joined and checked."""
     entry = PACKAGED_MODELS[name]
+    if len(entry.pieces) > 1 and _joined_path(entry).is_file():
+        return _joined_path(entry)
     pieces = [_piece(name, entry, package, inside) for package, inside in entry.pieces]
     return pieces[0] if len(pieces) == 1 else _joined(name, entry, pieces)
 
@@ -87,10 +90,12 @@ def _piece(name: str, entry: PackagedModel, package: str, inside: str) -> Path:
     return path
 
 
+def _joined_path(entry: PackagedModel) -> Path:
+    return cache_dir() / "packaged" / str(entry.sha256) / entry.file
+
+
 def _joined(name: str, entry: PackagedModel, pieces: list[Path]) -> Path:
-    target = cache_dir() / "packaged" / str(entry.sha256) / entry.file
-    if target.is_file():
-        return target
+    target = _joined_path(entry)
     # Checked before anything is written (reading the pieces twice costs a second, once), so
     # a damaged piece leaves nothing behind.
     digest = hashlib.sha256()
