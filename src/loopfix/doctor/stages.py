@@ -47,6 +47,7 @@ __all__ = [
     "repair_stage",
     "scan_config",
     "top_up_prompts",
+    "top_up_scan",
 ]
 
 CONSISTENCY_PROMPTS = 8
@@ -137,15 +138,12 @@ def measure_stage(
     `auto`, a model vLLM cannot run (its child dies before any record) is measured on hf."""
     folder = config.out / "measure"
     if measure_backend_name(config) == "vllm":
-        import torch
-
-        from loopfix.scan.vllm_scan import VLLMScanFailed, scan_under_vllm
+        from loopfix.scan.vllm_scan import VLLMScanFailed
 
         resolved = config.resolved(testbed=False)  # the choice of vllm excludes a testbed
         scan = scan_config(resolved, folder, resolved.temperatures, backend="vllm")
-        threads = torch.get_num_threads()
         try:
-            summary = scan_under_vllm(scan, resolved.vllm_python, threads, on_progress)
+            summary = _scan_on_vllm(scan, resolved, on_progress)
             return _measured(resolved, False, folder, summary)
         except VLLMScanFailed as error:
             records = folder / "records.jsonl"
@@ -160,6 +158,16 @@ def measure_stage(
         scan = scan_config(resolved, folder, resolved.temperatures)
         summary = run_scan(scan, backend, on_progress).summary
     return _measured(resolved, testbed, folder, summary)
+
+
+def _scan_on_vllm(
+    scan: ScanConfig, config: DoctorConfig, on_progress: Progress | None
+) -> ScanSummary:
+    import torch
+
+    from loopfix.scan.vllm_scan import scan_under_vllm
+
+    return scan_under_vllm(scan, config.vllm_python, torch.get_num_threads(), on_progress)
 
 
 def _measured(
@@ -282,23 +290,30 @@ def top_up_prompts(measure: MeasureStage, config: DoctorConfig) -> int:
     return min(math.ceil(missing * config.n / measure.loops), TOP_UP_MAX * config.n)
 
 
-def _top_up(
+def top_up_scan(
     config: DoctorConfig, measure: MeasureStage, report: Callable[[str], None]
 ) -> tuple[Path, ...]:
     """The top-up scan: fresh prompts of a built-in suite (seed + 1) at the measure's
-    temperatures and cap into OUT/repair-top-up, when the measure found too few loops."""
+    temperatures and cap into OUT/repair-top-up, when the measure found too few loops; on the
+    measure's own backend, since the repair merges the two scans' records only when one backend
+    generated both."""
     count = top_up_prompts(measure, config)
     if count == 0 or measure.suite not in BUILTIN_SUITES:
         return ()
     folder = config.out / "repair-top-up"
-    scan = scan_config(config, folder, config.temperatures).model_copy(
-        update={"seed": config.seed + 1, "n": count}
-    )
+    on_vllm = measure.backend == "vllm"
+    scan = scan_config(
+        config, folder, config.temperatures, backend="vllm" if on_vllm else None
+    ).model_copy(update={"seed": config.seed + 1, "n": count})
     report(
         f"[repair] {measure.loops} looping samples in the measure; scanning {count} more prompts "
         f"for about {REPAIR_LOOPS}"
     )
-    run_scan(scan, on_progress=line_progress("top-up", report))
+    progress = line_progress("top-up", report)
+    if on_vllm:
+        _scan_on_vllm(scan, config, progress)
+    else:
+        run_scan(scan, on_progress=progress)
     return (folder / "records.jsonl",)
 
 
@@ -324,7 +339,7 @@ def repair_stage(
     if measure.testbed:
         repair_config = repair_config or doctor_repair_config(config.n, config.quick)
     else:
-        extra = _top_up(config, measure, report)
+        extra = top_up_scan(config, measure, report)
         repair_config = (
             _scan_repair_config(config, measure, extra)
             if repair_config is None
