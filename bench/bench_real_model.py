@@ -126,7 +126,8 @@ def engine_row(
         results = engine.run([r.ids for r in batch], [r.seed for r in batch])
         return sum(len(result.tokens) for _, result in results)
 
-    name = f"engine{'' if kernels else ', torch ops'}, {dtype}"
+    path = ", the model's forward" if fused is None else "" if kernels else ", torch ops"
+    name = f"engine{path}, {dtype}"
     return name, rates(through_backend if args.stop_at_eos else fixed_work, requests, args)
 
 
@@ -399,8 +400,14 @@ def main() -> None:
         fused_agreement(folder, requests)
         return
     engine = dict(engine_row(folder, dtype, requests, args, True) for dtype in DTYPES)
-    # The same engine with the fused forward on torch's operators: what the kernels add.
-    torch_ops = dict(engine_row(folder, dtype, requests, args, False) for dtype in DTYPES)
+    # The same engine with the fused forward on torch's operators: what the kernels add. The
+    # fused forward serves Llama checkpoints only; another runs the model's own forward, once.
+    from transformers import AutoConfig
+
+    from loopfix.engine.fast.llama_fused import serves
+
+    fused = serves(AutoConfig.from_pretrained(folder))
+    torch_ops = {d: engine_row(folder, d, requests, args, False) for d in DTYPES if fused}
     # generate_baseline runs fixed batches of 16, so --prompts 16 is one batch, like the engine's.
     baseline = generate_baseline(folder, requests, args, stop_at_eos=args.stop_at_eos)
     vllm = vllm_rows(folder, args)
@@ -421,7 +428,7 @@ def main() -> None:
         ratio = f"x{mine[0] / wall:.2f}" + ("" if cpu is None else f", x{mine[1] / cpu:.2f}")
         print(f"{name:<32} {wall:8.1f} {cpu_text:>10}   {ratio}")
 
-    for (name, (wall, cpu)), dtype in zip(torch_ops.items(), DTYPES, strict=True):
+    for dtype, (name, (wall, cpu)) in torch_ops.items():
         compared(name, dtype, wall, cpu)
     compared("model.generate, float32", "float32", baseline, None)
     for dtype, (wall, cpu) in (vllm or {}).items():
