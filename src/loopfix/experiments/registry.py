@@ -31,7 +31,8 @@ SIZE_AXIS = ("loop-data", "margin")  # the claims that depend on difficulty
 HARDER_GRAPH = (5, 5)  # where `all` runs them too
 
 # In the order `all` runs them: precision last, since fp16 and bf16 are emulated on a CPU and
-# its reduced-precision arms train about 10x slower than the others (docs/training.md).
+# its reduced-precision arms train many times slower than the others (measured in
+# docs/training.md).
 EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT
     for module in (
