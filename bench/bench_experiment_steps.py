@@ -1,10 +1,12 @@
 """Seconds per training step of every experiment arm, for sizing a full run (docs/training.md).
 
-    .venv/bin/python bench/bench_experiment_steps.py [--steps 20] [--repeats 2]
+    .venv/bin/python bench/bench_experiment_steps.py [--steps 30] [--repeats 1] [--graph 3,3]
 
-Trains every arm of every experiment (and `loop-data` and `margin` on G(5,5)) for `--steps`
+Trains every distinct arm of every experiment on G(K, D) (arms with the same training config,
+such as the experiments' shared baseline, once: as `lab experiment all` does) for `--steps`
 steps at the default sizes on one thread, `--repeats` times, and prints the wall seconds of
-each (model build and save included); the `batch` arms train their matched-walk step counts.
+each (model build and save included; the `batch` arms train their matched-walk step counts),
+then their sum: the training seconds of one seed of `all` at `--steps`, on one core.
 """
 
 from __future__ import annotations
@@ -16,28 +18,28 @@ from pathlib import Path
 
 from loopfix.experiments import EXPERIMENTS
 from loopfix.experiments.base import base_recipe
-from loopfix.experiments.registry import HARDER_GRAPH, SIZE_AXIS
 from loopfix.lab.config import TrainConfig
 from loopfix.lab.train import train
 
 
-def arm_configs(steps: int) -> dict[str, TrainConfig]:
-    configs = {}
-    for graph in ((3, 3), HARDER_GRAPH):
-        for name, experiment in EXPERIMENTS.items():
-            if graph != (3, 3) and name not in SIZE_AXIS:
-                continue
-            for arm, config in experiment.arms(base_recipe(steps, 1, graph)).items():
-                configs[f"G({graph[0]},{graph[1]}) {name} / {arm}"] = config
+def distinct_arms(steps: int, graph: tuple[int, int]) -> dict[str, TrainConfig]:
+    """Arm label -> config, the first arm of each distinct config only."""
+    configs: dict[str, TrainConfig] = {}
+    for name, experiment in EXPERIMENTS.items():
+        for arm, config in experiment.arms(base_recipe(steps, 1, graph)).items():
+            if config not in configs.values():
+                configs[f"{name} / {arm}"] = config
     return configs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--graph", default="3,3", help="K,D")
     options = parser.parse_args()
-    configs = arm_configs(options.steps)
+    arms, depth = (int(x) for x in options.graph.split(","))
+    configs = distinct_arms(options.steps, (arms, depth))
     seconds: dict[str, list[float]] = {key: [] for key in configs}
     for _ in range(options.repeats):
         for key, config in configs.items():
@@ -46,7 +48,9 @@ def main() -> None:
                 train(config, Path(folder) / "model")
                 seconds[key].append(round(time.perf_counter() - started, 2))
     for key, values in seconds.items():
-        print(f"{key}: {configs[key].steps} steps, {values} s")
+        print(f"G({arms},{depth}) {key}: {configs[key].steps} steps, {values} s")
+    total = sum(min(values) for values in seconds.values())
+    print(f"{len(configs)} distinct models, {total:.1f} s in all (the fastest of each)")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,11 @@ class ExperimentConfig(BaseModel):
 
     name: str = Field(description="the experiment (see --list)")
     seeds: int = Field(3, ge=2, description="training seeds per arm (0, 1, ...); 2+ for intervals")
-    # The bundled testbeds' size, the one at which every seed tried had passed the students'
-    # transition from guessing moves to solving the task (docs/training.md: at 800 steps seed 0
-    # still guesses, at 1500 seed 2 does; at 4000 seeds 0, 1 and 2 solve 50-63% at T = 0).
+    # Sized so that every seed tried has left the plateau of guessed moves well before the
+    # end and a run of every experiment fits 2 hours on 2 cores (docs/training.md, "How long a
+    # full run takes").
     steps: int = Field(
-        4000, ge=1, description="optimizer steps per model (the batch arms match its walks)"
+        1200, ge=1, description="optimizer steps per model (the batch arms match its walks)"
     )
     n: int = Field(200, ge=1, le=MAX_PROMPTS, description="fresh graphs per temperature")
     temperatures: list[Temperature] = Field(

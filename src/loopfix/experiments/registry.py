@@ -20,19 +20,13 @@ from loopfix.experiments.config import ExperimentConfig
 __all__ = [
     "ALL",
     "EXPERIMENTS",
-    "HARDER_GRAPH",
-    "SIZE_AXIS",
     "every_experiment",
     "experiment_named",
 ]
 
 ALL = "all"  # `lab experiment all`: every experiment in one run
-SIZE_AXIS = ("loop-data", "margin")  # the claims that depend on difficulty
-HARDER_GRAPH = (5, 5)  # where `all` runs them too
 
-# In the order `all` runs them: precision last, since fp16 and bf16 are emulated on a CPU and
-# its reduced-precision arms train many times slower than the others (measured in
-# docs/training.md).
+# In the order `all` runs them.
 EXPERIMENTS: dict[str, Experiment] = {
     module.EXPERIMENT.name: module.EXPERIMENT
     for module in (
@@ -59,13 +53,6 @@ def experiment_named(name: str) -> Experiment:
 
 
 def every_experiment(settings: ExperimentConfig) -> dict[str, ExperimentConfig]:
-    """What `lab experiment all` runs, by folder name: every experiment on the settings' graph,
-    and the size-axis ones on the harder graph as well (`NAME-g5x5`)."""
-    runs = {name: settings.model_copy(update={"name": name}) for name in EXPERIMENTS}
-    if tuple(settings.graph) != HARDER_GRAPH:
-        arms, depth = HARDER_GRAPH
-        for name in SIZE_AXIS:
-            runs[f"{name}-g{arms}x{depth}"] = settings.model_copy(
-                update={"name": name, "graph": [arms, depth]}
-            )
-    return runs
+    """What `lab experiment all` runs, by folder name: every experiment on the settings' graph
+    (the harder graph is a run of its own: `--graph 5,5`)."""
+    return {name: settings.model_copy(update={"name": name}) for name in EXPERIMENTS}

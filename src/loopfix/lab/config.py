@@ -47,12 +47,27 @@ class TrainConfig(BaseModel):
     heads: int = Field(4, description="attention heads")
     head_dim: int = Field(32, description="head size (vLLM CPU attention needs 32/64/80/...)")
     intermediate_size: int = Field(256, description="MLP width")
+    init_std: float = Field(
+        0.02,
+        gt=0,
+        allow_inf_nan=False,
+        description="std of the normal initialisation of the weight matrices and embeddings "
+        "(transformers' Llama default; the experiments use a wider one: experiments.base)",
+    )
     batch_size: int = Field(64, ge=1, description="walks per step")
     steps: int = Field(4000, ge=1, description="optimizer steps")
     learning_rate: float = Field(
         3e-3, gt=0, allow_inf_nan=False, description="peak AdamW learning rate"
     )
     warmup_steps: int = Field(100, ge=0, description="linear warm-up steps")
+    decay_share: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the last share of steps over which the learning rate decays (cosine, to a "
+        "tenth); before it the rate holds at its peak (1 = cosine over the whole run)",
+    )
     margin_weight: float = Field(
         0.0,
         ge=0,

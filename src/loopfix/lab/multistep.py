@@ -37,13 +37,15 @@ class MultiStepHeads(torch.nn.Module):
     def loss(
         self, hidden: torch.Tensor, output_layer: torch.nn.Module, labels: torch.Tensor
     ) -> torch.Tensor:
-        """HEAD_WEIGHT x the sum over heads of head j's cross-entropy on the token j + 1 ahead."""
+        """HEAD_WEIGHT x the sum over heads of head j's cross-entropy on the token j + 1 ahead,
+        summed over positions (the trainer divides every loss term by the batch's next-token
+        targets, so a batch computed in parts adds up to the whole)."""
         total = hidden.new_zeros(())
         for index, layer in enumerate(self.maps):
             logits = output_layer(layer(hidden)).float()
             targets = ahead_targets(labels, index + 2)
             total = total + torch.nn.functional.cross_entropy(
-                logits.flatten(0, 1), targets.flatten(), ignore_index=-100
+                logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="sum"
             )
         return HEAD_WEIGHT * total
 

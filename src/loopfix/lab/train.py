@@ -60,6 +60,8 @@ from loopfix.lab.tokenizer import build_tokenizer
 # Any reduced precision trains with transformers' eager attention, whose softmax runs in fp32
 # (there is no fp16-softmax path in its Llama), so the arms differ in everything but that.
 _AUTOCAST = {"bf16-amp": torch.bfloat16, "fp16-amp": torch.float16}
+# A step computes its batch in this many groups of rows of similar length (`by_length`).
+_LENGTH_GROUPS = 2
 
 
 def build_model(config: TrainConfig) -> torch.nn.Module:
@@ -75,6 +77,7 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
         hidden_size=config.hidden_size,
         intermediate_size=config.intermediate_size,
         num_hidden_layers=config.layers,
+        initializer_range=config.init_std,
         num_attention_heads=config.heads,
         num_key_value_heads=config.heads,
         head_dim=config.head_dim,
@@ -193,10 +196,19 @@ def loss_by_kind(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor
     ]
 
 
+def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The cross-entropy of every carried next token, summed (`visited_mass`)."""
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(), reduction="sum"
+    )
+
+
 def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """The margin penalty: the mean probability that each walk prediction gives to nodes the
-    walk has already visited, the teacher's own next token excepted (returning to the root
-    after `back` is not penalised, nor is a re-entry the teacher made)."""
+    """The margin penalty: the probability that each walk prediction gives to nodes the walk
+    has already visited, the teacher's own next token excepted (returning to the root after
+    `back` is not penalised, nor is a re-entry the teacher made), summed over the predictions:
+    the trainer divides every loss term by the batch's next-token targets, so that a batch
+    computed in parts (`by_length`) adds up to the whole."""
     nodes = (labels != -100) & (ids < len(NODE_NAMES))
     seen = torch.nn.functional.one_hot(ids, len(VOCABULARY)) * nodes.unsqueeze(-1)
     visited = seen.cumsum(1)[:, :-1] > 0  # at position t: nodes among the walk's first t+1
@@ -204,12 +216,29 @@ def visited_mass(logits: torch.Tensor, ids: torch.Tensor, labels: torch.Tensor) 
     predicted = targets != -100
     visited = visited.scatter(-1, targets.clamp(min=0).unsqueeze(-1), False)
     probabilities = torch.softmax(logits[:, :-1].float(), -1)
-    return (probabilities * visited).sum(-1)[predicted].mean()
+    return (probabilities * visited).sum(-1)[predicted].sum()
+
+
+def by_length(
+    ids: torch.Tensor, labels: torch.Tensor, parts: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The batch's rows in up to `parts` groups by length, each cut to its longest row: the
+    same tokens and losses with less padding to compute than the batch padded to its longest
+    walk (`bench/bench_experiment_steps.py` times it)."""
+    lengths = (ids != PAD_ID).sum(1)
+    groups = []
+    for rows in torch.argsort(lengths, stable=True).tensor_split(parts):
+        if len(rows):
+            width = int(lengths[rows].max())
+            groups.append((ids[rows, :width], labels[rows, :width]))
+    return groups
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
-    warmup = min(1.0, (step + 1) / config.warmup_steps)
-    cosine = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+    warmup = min(1.0, (step + 1) / max(1, config.warmup_steps))
+    decay_steps = config.decay_share * config.steps
+    decayed = max(0.0, step - (config.steps - decay_steps)) / decay_steps
+    cosine = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * decayed))
     return config.learning_rate * warmup * cosine
 
 
@@ -260,16 +289,22 @@ def train(
         ids, labels = batch.ids, batch.labels
         delooped += batch.delooped
         tokens += int((ids != PAD_ID).sum())
-        with autocast(config):
-            output = model(input_ids=ids, labels=labels)
-        loss = output.loss.float()
         if step == probe_step:  # hints from the next step on, where the loss is highest
-            kind_losses = loss_by_kind(output.logits.detach(), labels, batch.kinds)
+            with torch.no_grad(), autocast(config):
+                kind_losses = loss_by_kind(model(input_ids=ids).logits, labels, batch.kinds)
+            final_hidden.clear()
             hint_kind = int(np.nanargmax(kind_losses))
-        if config.margin_weight > 0:
-            loss = loss + config.margin_weight * visited_mass(output.logits, ids, labels)
-        if extras.heads is not None:
-            loss = loss + extras.heads.loss(final_hidden.pop(), output_layer, labels)
+        targets = int((labels[:, 1:] != -100).sum())
+        loss = torch.zeros(())
+        for part_ids, part_labels in by_length(ids, labels, _LENGTH_GROUPS):
+            with autocast(config):
+                logits = model(input_ids=part_ids).logits
+            terms = next_token_loss(logits, part_labels)
+            if config.margin_weight > 0:
+                terms = terms + config.margin_weight * visited_mass(logits, part_ids, part_labels)
+            if extras.heads is not None:
+                terms = terms + extras.heads.loss(final_hidden.pop(), output_layer, part_labels)
+            loss = loss + terms / targets
         optimizer.zero_grad()
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
