@@ -139,6 +139,17 @@ def test_the_cli_runs_an_experiment_into_out(tmp_path: Path) -> None:
     assert "## T = 0" in result.output and (tmp_path / "plot.svg").is_file()
 
 
+def test_the_cli_runs_all_into_one_folder_per_experiment_and_one_table(tmp_path: Path) -> None:
+    args = ["lab", "experiment", "all", "--out", str(tmp_path), "--temperatures", "0"]
+    result = runner.invoke(app, [*args, "--seeds", "2", "--steps", "1", "--n", "2", "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    table = (tmp_path / "table.md").read_text()
+    for name in EXPERIMENTS:
+        assert (tmp_path / name / "plot.svg").is_file()
+        assert (tmp_path / name / "table.md").read_text() in table
+    assert f"({len(EXPERIMENTS)} experiments)" in result.output
+
+
 def test_two_jobs_at_once_give_what_one_gives(tmp_path: Path) -> None:
     # Each (arm, seed) trains in its own spawned process: same seeds, same data stream, so the
     # same models and numbers as one after the other.
