@@ -171,8 +171,8 @@ def eval_command(
     help="Train a baseline and its variants for several seeds and compare their loops."
     + examples(
         "loopfix lab experiment --list",
-        "loopfix lab experiment loop-data --seeds 3 --steps 4000 --out runs/loop-data",
-        "loopfix lab experiment all --steps 4000 --jobs 2 --out runs/all",
+        "loopfix lab experiment loop-data --seeds 3 --out runs/loop-data",
+        "loopfix lab experiment all --jobs 2 --out runs/all",
     ),
 )
 def experiment_command(
