@@ -130,6 +130,10 @@ def test_the_cli_lists_the_experiments_and_names_the_valid_ones_on_a_bad_name() 
     assert bad.exit_code == 2 and "loop-data, margin" in bad.output
     few = runner.invoke(app, ["lab", "experiment", "margin", "--seeds", "1"])
     assert few.exit_code == 2 and "--seeds" in few.output
+    for graph in ("0,3", "8,8"):
+        big = runner.invoke(app, ["lab", "experiment", "margin", "--graph", graph])
+        assert big.exit_code == 2 and f"G({graph})" in big.output, big.output
+        assert "Traceback" not in big.output
 
 
 def test_the_cli_runs_an_experiment_into_out(tmp_path: Path) -> None:

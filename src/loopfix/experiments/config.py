@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from loopfix.lab.config import LabEvalConfig
+from loopfix.lab.stargraph import check_graph_size
 from loopfix.records import MAX_PROMPTS, Temperature
 
 __all__ = ["ExperimentConfig"]
@@ -38,6 +39,12 @@ class ExperimentConfig(BaseModel):
     threads: int = Field(
         1, ge=1, description="torch CPU threads (1: a tiny model gains nothing from more)"
     )
+
+    @field_validator("graph")
+    @classmethod
+    def _graph_fits(cls, graph: list[int]) -> list[int]:
+        check_graph_size(*graph)
+        return graph
 
     def evaluation(self) -> LabEvalConfig:
         return LabEvalConfig(n=self.n, temperatures=self.temperatures)

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from loopfix.lab.stargraph import WALK_CAP
+from loopfix.lab.stargraph import WALK_CAP, check_graph_size
 from loopfix.records import MAX_PROMPTS
 
 __all__ = [
@@ -127,7 +127,8 @@ class TrainConfig(BaseModel):
     threads: int = Field(2, ge=1, description="torch CPU threads")
 
     @model_validator(mode="after")
-    def _stages_fit(self) -> TrainConfig:
+    def _fits(self) -> TrainConfig:
+        check_graph_size(self.arms, self.depth)
         if self.curriculum_strict + self.curriculum_relaxed > 1:
             raise ValueError("curriculum_strict + curriculum_relaxed: at most 1 (all steps)")
         return self

@@ -78,6 +78,16 @@ def prompt_length(arms: int, depth: int) -> int:
     return 1 + 3 * arms * depth + 4
 
 
+def check_graph_size(arms: int, depth: int) -> None:
+    """Raise a one-line ValueError unless G(arms, depth) can be drawn: every node needs its own
+    name token."""
+    if arms < 1 or depth < 1 or 1 + arms * depth > len(NODE_NAMES):
+        raise ValueError(
+            f"G({arms},{depth}): expected k >= 1 arms and d >= 1 nodes per arm with "
+            f"1 + k*d <= {len(NODE_NAMES)} nodes (the vocabulary's node names)"
+        )
+
+
 def make_graph(rng: random.Random, arms: int, depth: int) -> StarGraph:
     nodes = rng.sample(range(len(NODE_NAMES)), 1 + arms * depth)
     root = nodes[0]
