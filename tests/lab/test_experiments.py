@@ -152,6 +152,11 @@ def test_the_cli_runs_all_into_one_folder_per_experiment_and_one_table(tmp_path:
         assert (tmp_path / name / "plot.svg").is_file()
         assert (tmp_path / name / "table.md").read_text() in table
     assert f"({len(EXPERIMENTS)} experiments)" in result.output
+    trained = {
+        json.dumps(json.loads(path.read_text())["training"]["config"], sort_keys=True)
+        for path in tmp_path.glob("*/runs/*/seed-*/result.json")
+    }
+    assert table.startswith(f"Training: {len(trained)} distinct models, ")
 
 
 def test_two_jobs_at_once_give_what_one_gives(tmp_path: Path) -> None:

@@ -206,6 +206,7 @@ def experiment_command(
         every_experiment,
         experiment_named,
         run_experiments,
+        training_seconds,
     )
 
     if list_names:
@@ -238,7 +239,14 @@ def experiment_command(
     summaries = run_experiments(placed, report, jobs)
     tables = [(out_folder / "table.md").read_text() for _, out_folder in placed]
     if name == ALL:
-        write_text_atomic(folder / "table.md", "\n".join(tables))
+        models, seconds = training_seconds(placed)
+        compute = (
+            f"Training: {models} distinct models, {seconds:,.0f} s of training summed over "
+            f"them (about {seconds / jobs / 3600:.2f} h of wall time at --jobs {jobs}; "
+            "evaluation not counted).\n"
+        )
+        write_text_atomic(folder / "table.md", "\n".join([compute, *tables]))
+        console.print(compute, markup=False)
         console.print(f"wrote {folder / 'table.md'} ({len(summaries)} experiments)")
     else:
         console.print(tables[0], markup=False)

@@ -5,7 +5,7 @@ several seeds and evaluating them with the testbed's one evaluation (docs/traini
 from loopfix.experiments.base import Experiment, ExperimentError
 from loopfix.experiments.config import ExperimentConfig
 from loopfix.experiments.registry import ALL, EXPERIMENTS, every_experiment, experiment_named
-from loopfix.experiments.run import run_experiment, run_experiments
+from loopfix.experiments.run import run_experiment, run_experiments, training_seconds
 
 __all__ = [
     "ALL",
@@ -17,4 +17,5 @@ __all__ = [
     "experiment_named",
     "run_experiment",
     "run_experiments",
+    "training_seconds",
 ]

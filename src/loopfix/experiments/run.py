@@ -40,7 +40,7 @@ from loopfix.experiments.summary import (
 from loopfix.lab.config import TrainConfig
 from loopfix.progress import line_progress
 
-__all__ = ["Plan", "run_experiment", "run_experiments"]
+__all__ = ["Plan", "run_experiment", "run_experiments", "training_seconds"]
 
 Report = Callable[[str], None]
 LOSS_LINE_STEPS = 100  # a training progress line every this many steps
@@ -213,6 +213,21 @@ def run_experiments(
                 job.result()  # a worker's error, raised here
                 settle(submitted[job])
     return [summaries[index] for index in range(len(plans))]
+
+
+def training_seconds(runs: Sequence[tuple[ExperimentConfig, Path]]) -> tuple[int, float]:
+    """The distinct models of finished runs and the sum of their training wall seconds (each
+    model once, however many arms share it): the compute a full run of them costs."""
+    seconds: dict[str, float] = {}
+    for config, out in runs:
+        for arm, train_config in plan_of(config).arms.items():
+            for seed in range(config.seeds):
+                record = RunNumbers.model_validate_json(
+                    (run_folder(out, arm, seed) / "result.json").read_text()
+                )
+                key = run_key(train_config.model_copy(update={"seed": seed}), config)
+                seconds[key] = record.training.train_seconds
+    return len(seconds), sum(seconds.values())
 
 
 def summarise_out(
