@@ -25,6 +25,7 @@ from loopfix.experiments import (
     run_experiment,
     run_experiments,
 )
+from loopfix.experiments.run import run_folder
 from loopfix.experiments.summary import PER_MODEL, PER_TEMPERATURE, ExperimentSummary
 from loopfix.lab.attention import recent_bias, use_attention_decay
 from loopfix.lab.config import TrainConfig
@@ -73,6 +74,12 @@ def run_records(out: Path) -> dict[str, list[dict]]:
     }
 
 
+def setting_at(run: Path, temperature: float) -> dict:
+    """One temperature's row of a run's evaluation, as result.json holds it."""
+    settings = json.loads((run / "result.json").read_text())["evaluation"]["settings"]
+    return next(s for s in settings if s["temperature"] == temperature)
+
+
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_each_experiment_runs_end_to_end_and_writes_its_outputs(name: str, tmp_path: Path) -> None:
     result = tiny_run(name, tmp_path)
@@ -91,9 +98,17 @@ def test_each_experiment_runs_end_to_end_and_writes_its_outputs(name: str, tmp_p
         reference = baseline[cell["metric"], cell["temperature"]]
         paired = any(None not in pair for pair in zip(cell["values"], reference, strict=True))
         assert (cell["versus_baseline"] is not None) == (cell["arm"] != arms[0] and paired)
-    assert len(run_records(tmp_path)) == 2 * len(arms)
+    records = run_records(tmp_path)
+    assert len(records) == 2 * len(arms)
+    # the illegal-move column is each run's own count of walks that ended on an illegal move
+    for cell in result["cells"]:
+        if cell["metric"] == "illegal_rate":
+            folders = [run_folder(tmp_path, cell["arm"], seed) for seed in (0, 1)]
+            settings = [setting_at(folder, cell["temperature"]) for folder in folders]
+            assert cell["values"] == [s["outcomes"]["illegal"] / s["n"] for s in settings]
     table = (tmp_path / "table.md").read_text()
     assert all(f"| {arm}" in table for arm in arms) and "## T = 0.6" in table
+    assert "| illegal move |" in table
     svg = ElementTree.fromstring((tmp_path / "plot.svg").read_text())
     assert svg.tag.endswith("svg") and len(list(svg)) == 2  # loop rate and consecutive repeat
 

@@ -32,11 +32,13 @@ class SettingNumbers(_Read):
     """One temperature's row of a testbed evaluation (`scan.testbed.TemperatureResult`)."""
 
     temperature: float
+    n: int
     loop_rate: float
     success: float
     cut_rate: float
     repeat_choice_rate: float | None  # None: no consecutive root-decision pair
     mean_length: float
+    outcomes: dict[str, int]  # each walk's one outcome (`scan.outcomes.STARGRAPH_OUTCOMES`)
 
 
 class EvaluationNumbers(_Read):
@@ -64,6 +66,9 @@ PER_TEMPERATURE: dict[str, tuple[str, bool, Callable[[SettingNumbers], float | N
     "loop_rate": ("loop", True, lambda s: s.loop_rate),
     "success": ("success", True, lambda s: s.success),
     "cut_rate": ("cut", True, lambda s: s.cut_rate),
+    # A student still guessing which moves are legal has not learned the task: its loops are
+    # not the claims' loops (docs/training.md).
+    "illegal_rate": ("illegal move", True, lambda s: s.outcomes["illegal"] / s.n),
     "repeat_choice_rate": ("consecutive repeat", True, lambda s: s.repeat_choice_rate),
     "mean_length": ("mean length", False, lambda s: s.mean_length),
 }
