@@ -144,6 +144,20 @@ def run_key(train_config: TrainConfig, config: ExperimentConfig) -> str:
     return train_config.model_dump_json() + config.evaluation().model_dump_json()
 
 
+# (settings, OUT, arm, seed, the arm's training config with that seed)
+Slot = tuple[ExperimentConfig, Path, str, int, TrainConfig]
+
+
+def _slots(plans: Sequence[tuple[ExperimentConfig, Path, Plan]]) -> list[Slot]:
+    """Every (arm, seed) of the plans, seeds in the outer loop of each experiment."""
+    return [
+        (config, out, arm, seed, train_config.model_copy(update={"seed": seed}))
+        for config, out, plan in plans
+        for seed in range(config.seeds)
+        for arm, train_config in plan.arms.items()
+    ]
+
+
 def run_experiments(
     runs: Sequence[tuple[ExperimentConfig, Path]], report: Report = print, jobs: int = 1
 ) -> list[ExperimentSummary]:
@@ -153,12 +167,7 @@ def run_experiments(
     plans = [(config, out, plan_of(config)) for config, out in runs]
     for _, out, plan in plans:
         claim_out(out, plan)
-    slots = [
-        (config, out, arm, seed, train_config.model_copy(update={"seed": seed}))
-        for config, out, plan in plans
-        for seed in range(config.seeds)
-        for arm, train_config in plan.arms.items()
-    ]
+    slots = _slots(plans)
     finished = {
         run_key(train_config, config): run_folder(out, arm, seed)
         for config, out, arm, seed, train_config in slots
@@ -215,18 +224,19 @@ def run_experiments(
     return [summaries[index] for index in range(len(plans))]
 
 
+def _run_numbers(out: Path, arm: str, seed: int) -> RunNumbers:
+    return RunNumbers.model_validate_json((run_folder(out, arm, seed) / "result.json").read_text())
+
+
 def training_seconds(runs: Sequence[tuple[ExperimentConfig, Path]]) -> tuple[int, float]:
     """The distinct models of finished runs and the sum of their training wall seconds (each
     model once, however many arms share it): the compute a full run of them costs."""
-    seconds: dict[str, float] = {}
-    for config, out in runs:
-        for arm, train_config in plan_of(config).arms.items():
-            for seed in range(config.seeds):
-                record = RunNumbers.model_validate_json(
-                    (run_folder(out, arm, seed) / "result.json").read_text()
-                )
-                key = run_key(train_config.model_copy(update={"seed": seed}), config)
-                seconds[key] = record.training.train_seconds
+    seconds = {
+        run_key(train_config, config): _run_numbers(out, arm, seed).training.train_seconds
+        for config, out, arm, seed, train_config in _slots(
+            [(config, out, plan_of(config)) for config, out in runs]
+        )
+    }
     return len(seconds), sum(seconds.values())
 
 
@@ -234,11 +244,7 @@ def summarise_out(
     config: ExperimentConfig, out: Path, plan: Plan, report: Report
 ) -> ExperimentSummary:
     records = {
-        arm: [
-            RunNumbers.model_validate_json((run_folder(out, arm, seed) / "result.json").read_text())
-            for seed in range(config.seeds)
-        ]
-        for arm in plan.arms
+        arm: [_run_numbers(out, arm, seed) for seed in range(config.seeds)] for arm in plan.arms
     }
     arms, depth = config.graph
     setting = f"G({arms},{depth}), {config.steps} steps per model, {config.n} fresh graphs per T"

@@ -197,7 +197,8 @@ def loss_by_kind(logits: torch.Tensor, labels: torch.Tensor, kinds: torch.Tensor
 
 
 def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """The cross-entropy of every carried next token, summed (`visited_mass`)."""
+    """The cross-entropy of every carried next token, summed (divided by the batch's targets in
+    `train`, like every loss term, so a batch computed in parts adds up to the whole)."""
     return torch.nn.functional.cross_entropy(
         logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(), reduction="sum"
     )
