@@ -5,6 +5,7 @@ pieces the experiments add, and the statistics on inputs with known answers."""
 import json
 import math
 import random
+import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -136,6 +137,13 @@ def test_a_rerun_resumes_and_another_plan_is_refused(tmp_path: Path) -> None:
     assert sum("done before, kept" in line for line in lines) == 4
     with pytest.raises(ExperimentError, match="another experiment plan"):
         run_experiment(ExperimentConfig(name="margin", seeds=2, steps=3, n=3), tmp_path)
+    record = run_folder(tmp_path, "margin 1", 1) / "result.json"
+    record.write_text('{"junk": 1}')
+    with pytest.raises(ExperimentError, match=f"{re.escape(str(record))}: training: Field requ"):
+        tiny_run("margin", tmp_path)
+    (tmp_path / "plan.json").write_text("not json")
+    with pytest.raises(ExperimentError, match=r"plan.json: its text: Invalid JSON.*new --out"):
+        tiny_run("margin", tmp_path)
 
 
 def test_the_cli_lists_the_experiments_and_names_the_valid_ones_on_a_bad_name() -> None:

@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.experiments.base import ExperimentError, base_recipe
@@ -43,6 +44,7 @@ from loopfix.progress import line_progress
 __all__ = ["Plan", "run_experiment", "run_experiments", "training_seconds"]
 
 Report = Callable[[str], None]
+Record = TypeVar("Record", bound=BaseModel)
 LOSS_LINE_STEPS = 100  # a training progress line every this many steps
 
 
@@ -65,11 +67,21 @@ def plan_of(config: ExperimentConfig) -> Plan:
     return Plan(experiment=config, claim=experiment.claim, arms=experiment.arms(recipe))
 
 
+def _read(path: Path, model: type[Record], remedy: str) -> Record:
+    """A file OUT holds, read as `model`; anything else is one line naming the file and field."""
+    try:
+        return model.model_validate_json(path.read_text())
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "its text"
+        raise ExperimentError(f"{path}: {field}: {first['msg']}; {remedy}") from None
+
+
 def claim_out(out: Path, plan: Plan) -> None:
     """Write the plan into OUT, or check that the one already there is the same."""
     path = out / "plan.json"
     if path.is_file():
-        if Plan.model_validate_json(path.read_text()) != plan:
+        if _read(path, Plan, "not an experiment plan: use a new --out") != plan:
             raise ExperimentError(
                 f"--out: {out} holds another experiment plan (plan.json differs); "
                 "use a new --out or the same settings"
@@ -225,7 +237,8 @@ def run_experiments(
 
 
 def _run_numbers(out: Path, arm: str, seed: int) -> RunNumbers:
-    return RunNumbers.model_validate_json((run_folder(out, arm, seed) / "result.json").read_text())
+    path = run_folder(out, arm, seed) / "result.json"
+    return _read(path, RunNumbers, "not a run's record: delete its folder to run it again")
 
 
 def training_seconds(runs: Sequence[tuple[ExperimentConfig, Path]]) -> tuple[int, float]:
