@@ -143,3 +143,36 @@ def test_nothing_listens_on_a_closed_port() -> None:
         port = probe.getsockname()[1]
     with pytest.raises(BackendError, match="cannot reach"):
         backend_for(f"http://127.0.0.1:{port}")
+
+
+def test_a_server_that_is_not_openai_is_an_error_naming_what_it_answered() -> None:
+    """An HTML page, a stream without a choice: a BackendError, never samples with empty text
+    (the doctor read such a server as "no sample looped")."""
+    page = ["<html><body>Welcome</body></html>"]
+    with fake_server() as server:
+        backend = backend_for(server.url)
+        server.script = [(200, {"Content-Type": "text/html; charset=utf-8"}, page)]
+        with pytest.raises(BackendError, match=r"answered text/html, not an OpenAI stream"):
+            list(backend.generate([Request(text="x")], SETTINGS))
+        server.script = [(200, {}, ["data: [DONE]\n\n"])]
+        with pytest.raises(BackendError, match="without any completion choice"):
+            list(backend.generate([Request(text="x")], SETTINGS))
+        server.script = [(200, {"Content-Type": "application/json"}, ['{"detail": "hi"}'])]
+        with pytest.raises(BackendError, match="without a 'choices' list"):
+            list(backend.generate([Request(text="x")], SETTINGS))
+        backend.close()
+
+
+def test_a_plain_json_answer_to_a_stream_request_is_read_as_the_completion_it_is() -> None:
+    answer = {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    with fake_server() as server:
+        server.script = [(200, {"Content-Type": "application/json"}, [json.dumps(answer)])]
+        backend = OpenAIBackend(server.url, api="chat", backoff=0.01)
+        [(_, generation)] = list(backend.generate([Request(text="2+2?")], SETTINGS))
+        backend.close()
+    assert (generation.text, generation.finish_reason, generation.token_count) == ("4", "stop", 1)

@@ -7,8 +7,9 @@ Steps per request:
    asked, and vLLM's `return_token_ids` so records carry the model's token ids.
 2. POST with retries: 429, 5xx and connection failures back off exponentially (honouring
    `Retry-After`); other 4xx fail that request only (its record says why).
-3. Read the server-sent events: text, `reasoning_content`, token ids, finish reason. A reply
-   that is not the OpenAI shape stops the scan with a `BackendError`. vLLM's `stop_reason`
+3. Read the server-sent events: text, `reasoning_content`, token ids, finish reason (or the
+   one JSON completion of a server that ignored `stream`). A reply that is not the OpenAI shape
+   (another content type, no choice at all) stops the scan with a `BackendError`. vLLM's `stop_reason`
    says which stop text ended a reply; other servers do not say.
 Finish reasons map as: `length` -> cut, `repetition` (vLLM's detector) -> loop, else stop.
 """
@@ -120,6 +121,7 @@ class _Stream:
     finish: str | None = None
     completion_tokens: int | None = None
     stop: str | None = None
+    events: int = 0  # choice events read: a reply with none is not an answer
 
     def add(self, event: dict[str, Any]) -> None:
         usage = event.get("usage")
@@ -129,7 +131,9 @@ class _Stream:
         if not isinstance(choices, list):
             raise ValueError(f"event without a 'choices' list: {json.dumps(event)[:200]}")
         for choice in choices:
-            delta = choice.get("delta") or {}
+            self.events += 1
+            # A non-streamed answer (a server that ignored `stream`) holds a `message`.
+            delta = choice.get("delta") or choice.get("message") or {}
             piece = choice.get("text") if "text" in choice else delta.get("content")
             self.text.append(piece or "")
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -150,6 +154,33 @@ class _Stream:
             token_count=None if self.tokens else self.completion_tokens,
             stop=self.stop,
         )
+
+
+def _read_reply(response: httpx.Response, path: str) -> _Stream:
+    """The events of a 200 reply: server-sent events, or one JSON completion from a server that
+    ignored `stream`. Anything else (an HTML page, a JSON body that is no completion, a stream
+    without a choice) is a `BackendError` naming what came: never a sample with empty text."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+    if kind == "application/json":
+        lines = ["data:" + response.read().decode("utf-8", "replace")]
+    elif kind == "text/event-stream":
+        lines = response.iter_lines()
+    else:
+        raise BackendError(
+            f"{path} answered {kind}, not an OpenAI stream (text/event-stream) or JSON: "
+            "is the URL an OpenAI-compatible server?"
+        )
+    stream = _Stream()
+    for line in lines:
+        if not line.startswith("data:") or line.strip() == "data: [DONE]":
+            continue
+        try:
+            stream.add(json.loads(line.removeprefix("data:")))
+        except (ValueError, TypeError, AttributeError) as error:
+            raise BackendError(f"malformed reply from {path}: {error}: {line[:200]!r}") from error
+    if not stream.events:
+        raise BackendError(f"{path} answered {kind} without any completion choice")
+    return stream
 
 
 class OpenAIBackend(ClosedOnExit):
@@ -241,17 +272,7 @@ class OpenAIBackend(ClosedOnExit):
                     text="",
                     error=f"HTTP {response.status_code}: {response.text[:500]}",
                 )
-            stream = _Stream()
-            for line in response.iter_lines():
-                if not line.startswith("data:") or line.strip() == "data: [DONE]":
-                    continue
-                try:
-                    stream.add(json.loads(line.removeprefix("data:")))
-                except (ValueError, TypeError, AttributeError) as error:
-                    raise BackendError(
-                        f"malformed reply from {path}: {error}: {line[:200]!r}"
-                    ) from error
-            return stream.generation()
+            return _read_reply(response, path).generation()
         finally:
             response.close()
 
