@@ -9,8 +9,8 @@ Steps per request:
    `Retry-After`); other 4xx fail that request only (its record says why).
 3. Read the server-sent events: text, `reasoning_content`, token ids, finish reason (or the
    one JSON completion of a server that ignored `stream`). A reply that is not the OpenAI shape
-   (another content type, no choice at all) stops the scan with a `BackendError`. vLLM's `stop_reason`
-   says which stop text ended a reply; other servers do not say.
+   (another content type, no choice at all) stops the scan with a `BackendError`. vLLM's
+   `stop_reason` says which stop text ended a reply; other servers do not say.
 Finish reasons map as: `length` -> cut, `repetition` (vLLM's detector) -> loop, else stop.
 """
 
