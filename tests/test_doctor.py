@@ -14,19 +14,38 @@ from loopfix.doctor import DoctorConfig, DoctorInputError, run_doctor
 from loopfix.doctor.combined import combined_stage
 from loopfix.doctor.config import REPAIR_LOOPS, TOP_UP_MAX
 from loopfix.doctor.recommend import recommend
-from loopfix.doctor.result import GuardStage, MeasureStage, RepairStage
-from loopfix.doctor.stages import doctor_repair_config, measure_backend_name, top_up_prompts
+from loopfix.doctor.result import (
+    CombinedStage,
+    ConsistencyStage,
+    GuardStage,
+    MeasureStage,
+    RepairStage,
+)
+from loopfix.doctor.stages import (
+    doctor_repair_config,
+    measure_backend_name,
+    measure_pairs,
+    top_up_prompts,
+)
+from loopfix.errors import LoopfixError
 from loopfix.guard_summaries import GuardEntry
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 from loopfix.records import read_samples
 from loopfix.repair import RepairConfig
 from loopfix.scan.compare import compare_samples
 from loopfix.scan.config import NothingGeneratedError
+from loopfix.summaries import Paired
 from tests.backends.fake_openai import fake_server, sse
 from tests.repair.small import SMALL_TESTBED_REPAIR
 from tests.report.test_report import CHROMIUM, chromium, png_pixels
 from tests.summary_builders import answers_paired, setting_summary
 
+STAGES = {
+    "measure": MeasureStage,
+    "guards": GuardStage,
+    "combined": CombinedStage,
+    "consistency": ConsistencyStage,
+}
 # The repair stage at test size (the pipeline is the doctor's, only smaller).
 SMALL_REPAIR = SMALL_TESTBED_REPAIR.model_copy(update={"prompts": 50, "gen_batch_size": 50})
 TESTBED = {"n": 40, "guards": ["none", "dry", "rescue"], "batch_size": 40}
@@ -57,7 +76,9 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     guards = summary["guards"]
     assert guards["temperature"] == 0.0 and guards["skipped"] is None
     compare = json.loads((Path(guards["folder"]) / "summary.json").read_text())
-    assert guards["entries"] == compare["entries"]
+    assert [
+        {k: e[k] for k in c} for e, c in zip(guards["entries"], compare["entries"], strict=True)
+    ] == (compare["entries"])
     assert [e["guard"] for e in guards["entries"]] == ["none", "dry", "rescue"]
     # Repair: its numbers are the ones in its verify.json, which the stage is read back from.
     repair = summary["repair"]
@@ -93,6 +114,17 @@ def test_doctor_on_the_testbed_runs_every_stage(testbed_run: tuple[Path, list[st
     report = (out / "report.md").read_text()
     assert f"{settings[0]['loop_rate']:.1%}" in report and verify["verdict"] in report
     assert f"T={advice['temperature']:g}, guard `{advice['guard']}`" in report
+    # Each stage is read back from its record alone, as written: no run is read again (issue 56).
+    runs = [out / "measure", out / "guards"]
+    for run in runs:
+        run.rename(run.with_name(run.name + "-away"))
+    try:
+        for name, stage in STAGES.items():
+            cached = json.loads((out / "stages" / f"{name}.json").read_text())["result"]
+            assert cached == summary[name] and stage.from_json(cached).to_json() == cached
+    finally:
+        for run in runs:
+            run.with_name(run.name + "-away").rename(run)
 
 
 def _decided(stage: RepairStage, routes: tuple[str, ...]) -> RepairStage:
@@ -113,7 +145,6 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     config = DoctorConfig.model_validate({**summary["config"], "out": out / "again"})
     measure = MeasureStage.from_json(summary["measure"])
     guards = GuardStage.from_json(summary["guards"])
-    assert guards.to_json() == summary["guards"]  # read back from its runs, as written
     # Whatever the small repair decided, its candidate is a real patch: combine it as accepted.
     repair = _decided(RepairStage.from_json(summary["repair"]), ("answers",))
     advice = replace(recommend(measure, guards), guard="dry")
@@ -133,6 +164,8 @@ def test_a_patch_is_combined_with_the_recommended_guard_on_the_guard_stage_s_pro
     assert loops[1] <= loops[0]
     patched_model = out / "again" / "combined" / "patched-model"
     assert (patched_model / "config.json").is_file()
+    record = json.loads(json.dumps(stage.to_json()))
+    assert CombinedStage.from_json(record) == stage  # its record holds every number
     skipped = combined_stage(config, guards, _decided(repair, ()), advice)
     assert skipped.skipped == "no accepted patch to combine" and skipped.rows == ()
 
@@ -156,6 +189,19 @@ def test_a_rerun_continues_after_the_last_finished_stage(
     after = json.loads((out / "summary.json").read_text())
     assert after["measure"] == before["measure"] and after["guards"] == before["guards"]
     assert after["repair"]["verdict"] == before["repair"]["verdict"]
+
+
+def test_a_run_that_failed_before_measuring_leaves_nothing_that_refuses_the_next(
+    tmp_path: Path,
+) -> None:
+    # Issue 56: a typo in the model left OUT/doctor.json, and the corrected run was refused.
+    out = tmp_path / "doctor"
+    with pytest.raises(LoopfixError, match="unknown model loopfix:nope"):
+        run_doctor(DoctorConfig(model="loopfix:nope", out=out), lambda line: None)
+    assert not (out / "doctor.json").exists()
+    small = DoctorConfig(out=out, n=4, temperatures=[0.0], guards=["none"], repair=False)
+    run_doctor(small.model_copy(update={"consistency": False}), lambda line: None)
+    assert json.loads((out / "doctor.json").read_text())["model"] == "loopfix:stargraph"
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
@@ -256,9 +302,12 @@ def test_the_doctors_testbed_repair_verifies_as_the_repair_does_or_on_n_when_qui
     assert quick.train_pairs == RepairConfig().train_pairs
 
 
-def _measure(rows: list[tuple[float, float, float, float | None]]) -> MeasureStage:
+def _measure(
+    rows: list[tuple[float, float, float, float | None]], paired: dict[float, Paired] | None = None
+) -> MeasureStage:
     settings = tuple(setting_summary(t, loop, cut, accuracy) for t, loop, cut, accuracy in rows)
-    return MeasureStage("arith", 64, "scan", settings, False, DoctorConfig(), "hf", "float32")
+    config = DoctorConfig()
+    return MeasureStage("arith", 64, "scan", settings, False, config, "hf", "float32", paired or {})
 
 
 def _guard(guard: str, plus: int, minus: int, cut: float, accuracy: float | None) -> GuardEntry:
@@ -268,8 +317,11 @@ def _guard(guard: str, plus: int, minus: int, cut: float, accuracy: float | None
 
 
 def test_the_recommendation_recovers_the_most_answers_without_a_significant_loss() -> None:
-    # T=0 is the loopiest (4/10 right); T=0.6 has 7/10 (net +3, counted: no records here).
-    measure = _measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7), (1.0, 0.0, 0.1, 0.5)])
+    # T=0 is the loopiest (4/10 right); T=0.6 has 7/10 (net +3 on the same prompts).
+    measure = _measure(
+        [(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7), (1.0, 0.0, 0.1, 0.5)],
+        {0.6: answers_paired(3, 0, pairs=10), 1.0: answers_paired(1, 0, pairs=10)},
+    )
     entries = [
         _guard("none", 0, 0, 0.6, 0.4),
         _guard("dry", 4, 2, 0.0, 0.6),  # net +2 and no cuts: fewer answers than T=0.6
@@ -319,7 +371,10 @@ def test_temperatures_are_paired_on_the_measure_scans_prompts(tmp_path: Path) ->
         [record(p, 0.0, p < 4) for p in range(10)]
         + [record(p, 0.6, 2 <= p <= 8) for p in range(10)]
     )
-    measure = replace(_measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7)]), scan=str(tmp_path))
+    rows = _measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7)]).settings
+    paired, lengths = measure_pairs(tmp_path / "records.jsonl", rows)  # once, by the stage
+    assert lengths == {0.0: (2,) * 10, 0.6: (2,) * 10} and set(paired) == {0.6}
+    measure = _measure([(0.0, 0.5, 0.6, 0.4), (0.6, 0.2, 0.3, 0.7)], paired)
     advice = recommend(measure, GuardStage(0.0, "guards", (_guard("dry", 4, 0, 0.0, 0.8),), None))
     # dry: net +4 exactly paired; T=0.6: net +3 paired on prompts. dry wins.
     assert advice.guard == "dry"

@@ -8,12 +8,14 @@ What counts as an import of one of ours:
   checker follows it); relative imports are resolved;
 - a module named as a string in a `lazy_exports(...)` table (loopfix.lazy), since that is an
   import made on first use.
-The layer check applies to all of them. The cycle check follows the module-level imports only:
-those that run when a module is imported (class bodies and if/try blocks included) and those
-under TYPE_CHECKING (a cycle that only the type checker sees still ties two modules into one);
-imports inside functions and lazy exports are deferred by design and form no cycle, but they
-may point only where the table allows, so they cannot leave a layer either. A module name
-computed at run time (`importlib.import_module(name)`) is not seen.
+The layer check and the cycle check both apply to all of them (issue 56). An import inside a
+function runs later than one at module level, but the two modules still need each other: two
+modules that import each other, at any depth, are one piece of code split in two files, and a
+function-level import is how such a circle hid. A `lazy_exports` table counts as well: it is an
+import made on first use, like one inside a function; a package's table names only its own
+modules, so it closes a circle only when one of them takes a name from the package's facade,
+where importing the defining module is the fix. A module name computed at run time
+(`importlib.import_module(name)`) is not seen.
 
 A package or top-level module that has no row in the table fails the test with a message that
 asks for its row, so a new package (such as an `engine/` moved out of `backends/`) is placed in
@@ -92,7 +94,6 @@ class Import:
     source: str  # dotted module that imports
     target: str  # dotted module imported
     line: int
-    eager: bool  # runs when `source` is imported (module level, TYPE_CHECKING included)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -105,24 +106,6 @@ def module_name(path: Path, root: Path) -> str:
 def exists(module: str, root: Path) -> bool:
     path = root.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
-def eager_nodes(tree: ast.Module) -> set[int]:
-    """ids of the module-level nodes: the module body, recursing into if/try/with blocks and
-    class bodies (they run at import), not into function bodies."""
-    found: set[int] = set()
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        found.add(id(node))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                pending.append(child)
-            elif isinstance(child, ast.ExceptHandler):
-                pending.extend(child.body)
-    return found
 
 
 def lazy_targets(tree: ast.Module) -> list[tuple[str, int]]:
@@ -161,7 +144,6 @@ def imports_of(root: Path) -> list[Import]:
         source = module_name(path, root)
         package = source if path.name == "__init__.py" else source.rpartition(".")[0]
         tree = ast.parse(path.read_text(), str(path))
-        eager = eager_nodes(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -181,9 +163,9 @@ def imports_of(root: Path) -> list[Import]:
                 continue
             for target in dict.fromkeys(targets):
                 if target == "loopfix" or target.startswith("loopfix."):
-                    found.append(Import(source, target, node.lineno, id(node) in eager))
+                    found.append(Import(source, target, node.lineno))
         for target, line in lazy_targets(tree):
-            found.append(Import(source, target, line, eager=False))
+            found.append(Import(source, target, line))
     return found
 
 
@@ -223,10 +205,10 @@ def layer_violations(root: Path, contract: Contract) -> list[str]:
 
 
 def cycles(root: Path) -> list[list[str]]:
-    """The import cycles among modules, over eager imports; each as its modules in order."""
+    """The import cycles among modules, over all imports; each as its modules, sorted."""
     graph: dict[str, set[str]] = {}
     for item in imports_of(root):
-        if item.eager and item.target != item.source:
+        if item.target != item.source:
             graph.setdefault(item.source, set()).add(item.target)
     # Tarjan's strongly connected components; a component of two or more modules is a cycle.
     index: dict[str, int] = {}
@@ -292,7 +274,15 @@ def test_the_table_is_a_layering() -> None:
 
 def test_no_import_cycle() -> None:
     found = cycles(SOURCE)
-    assert not found, "import cycles: " + "; ".join(" <-> ".join(cycle) for cycle in found)
+    arrows = [
+        f"{item.source.replace('.', '/')}:{item.line} imports {item.target}"
+        for item in imports_of(SOURCE)
+        for cycle in found
+        if item.source in cycle and item.target in cycle and item.source != item.target
+    ]
+    assert not found, (
+        "import cycles: " + "; ".join(" <-> ".join(c) for c in found) + ("\n" + "\n".join(arrows))
+    )
 
 
 TABLE = """## Packages
@@ -347,7 +337,7 @@ def test_an_upward_import_inside_a_function_and_a_package_without_a_row_fail(
     ]
 
 
-def test_a_cycle_through_type_checking_counts_and_one_through_a_function_does_not(
+def test_a_cycle_through_type_checking_a_function_or_a_lazy_table_counts(
     tmp_path: Path,
 ) -> None:
     root = tree(
@@ -357,6 +347,13 @@ def test_a_cycle_through_type_checking_counts_and_one_through_a_function_does_no
             "loopfix/b.py": "from loopfix import a\n",
             "loopfix/c.py": "def f():\n    from loopfix import d\n",
             "loopfix/d.py": "import loopfix.c\n",
+            "loopfix/p/__init__.py": "lazy_exports(__name__, {'E': 'loopfix.p.e'})\n",
+            "loopfix/p/e.py": "from loopfix.p import F\n",
+            "loopfix/q.py": "def f():\n    import loopfix.a\n",
         },
     )
-    assert cycles(root) == [["loopfix.a", "loopfix.b"]]
+    assert cycles(root) == [
+        ["loopfix.a", "loopfix.b"],
+        ["loopfix.c", "loopfix.d"],
+        ["loopfix.p", "loopfix.p.e"],
+    ]

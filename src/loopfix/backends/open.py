@@ -14,7 +14,7 @@ def open_backend(spec: BackendSpec) -> Backend:
     if spec.kind == "ray":
         from loopfix.backends.ray import RayBackend
 
-        return RayBackend(spec)
+        return RayBackend(spec, open_backend)
     if spec.kind == "openai":
         from loopfix.backends.openai import OpenAIBackend
 

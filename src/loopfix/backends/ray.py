@@ -8,7 +8,7 @@ batches come back, so the scan stores them in the one store as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from loopfix.backends.base import Backend, BackendError, ClosedOnExit, Generation, Request
@@ -20,15 +20,13 @@ __all__ = ["RayBackend"]
 
 
 class _Worker:
-    """Body of the Ray actor: one backend, loaded once per worker process."""
+    """Body of the Ray actor: one backend, loaded once per worker process by `opener`."""
 
-    def __init__(self, spec: BackendSpec) -> None:
+    def __init__(self, spec: BackendSpec, opener: Callable[[BackendSpec], Backend]) -> None:
         import torch
 
-        from loopfix.backends.open import open_backend
-
         torch.set_num_threads(1)  # one CPU per actor: workers, not threads, give the speed-up
-        self.backend: Backend = open_backend(spec)
+        self.backend = opener(spec)
 
     def generate(
         self, requests: list[Request], settings: DecodeSettings
@@ -40,12 +38,13 @@ class _Worker:
 
 
 class RayBackend(ClosedOnExit):
-    """Deal batches of a scan to Ray actors and merge what they return."""
+    """Deal batches of a scan to Ray actors and merge what they return; each actor opens the
+    spec's own backend with `opener` (`open_backend`, which passes itself: no import back)."""
 
     name = "ray"
     generation_cap: int | None = None  # the actors' models are not read in the driver
 
-    def __init__(self, spec: BackendSpec, workers: int | None = None) -> None:
+    def __init__(self, spec: BackendSpec, opener: Callable[[BackendSpec], Backend]) -> None:
         try:
             import ray
         except ImportError as error:
@@ -69,9 +68,9 @@ class RayBackend(ClosedOnExit):
             AutoConfig.from_pretrained(path), "max_position_embeddings", None
         )
         self.batch_size = spec.batch_size
-        count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor: Any = ray.remote(num_cpus=1)(_Worker)
-        self.workers: list[Any] = [actor.remote(spec.on_actor()) for _ in range(count)]
+        self.workers: list[Any] = [actor.remote(spec.on_actor(), opener) for _ in range(count)]
         self.dtype: str | None = ray.get(self.workers[0].dtype.remote())
 
     def identity(self, known: Mapping[str, ModelFile] | None = None) -> ModelIdentity:

@@ -21,33 +21,12 @@ from loopfix.doctor.result import (
     RepairStage,
 )
 from loopfix.doctor.stages import scan_config
-from loopfix.guard_summaries import GuardEntry
 from loopfix.progress import ProgressFactory
+from loopfix.records import read_samples
 
-__all__ = ["combined_arms", "combined_stage"]
+__all__ = ["combined_stage"]
 
 BASELINE = "none"
-
-
-def combined_arms(guards: GuardStage, patched: tuple[GuardEntry, ...]) -> tuple[CombinedArm, ...]:
-    """Each of the patched model's runs (`patched`, one per guard) paired with the unpatched
-    model's run without a guard and with its run of the same guard (the guard stage's)."""
-    from loopfix.records import read_samples
-    from loopfix.scan.compare import compare_samples
-
-    unpatched = {e.guard: list(read_samples(Path(e.run) / "records.jsonl")) for e in guards.entries}
-    arms = []
-    for entry in patched:
-        samples = list(read_samples(Path(entry.run) / "records.jsonl"))
-        arms.append(
-            CombinedArm(
-                arm="patch" if entry.guard == BASELINE else f"patch + {entry.guard}",
-                entry=entry,
-                against_base=compare_samples(unpatched[BASELINE], samples).overall,
-                against_guard=compare_samples(unpatched[entry.guard], samples).overall,
-            )
-        )
-    return tuple(arms)
 
 
 def combined_stage(
@@ -63,6 +42,7 @@ def combined_stage(
         return CombinedStage.not_run(f"no guard stage to pair with ({guards.skipped})")
     from loopfix.patch import load_patch
     from loopfix.patch.export import export_patched
+    from loopfix.scan.compare import compare_samples
     from loopfix.scan.guard_comparison import CompareConfig, run_compare
 
     guard = None if recommendation.guard == BASELINE else recommendation.guard
@@ -74,6 +54,15 @@ def combined_stage(
         update={"model": str(model)}
     )
     specs = [BASELINE] if guard is None else [BASELINE, guard]
-    compared = run_compare(CompareConfig(scan=scan, guards=specs), progress)
-    rows = combined_arms(guards, compared.entries)
-    return CombinedStage(guards.temperature, guard, str(folder), rows, None)
+    patched = run_compare(CompareConfig(scan=scan, guards=specs), progress).entries
+    # Each patched run paired with the unpatched model's run without a guard and with its run
+    # of the same guard (the guard stage's), once: the stage's record keeps the pairs.
+    unpatched = {e.guard: list(read_samples(Path(e.run) / "records.jsonl")) for e in guards.entries}
+    rows = []
+    for entry in patched:
+        samples = list(read_samples(Path(entry.run) / "records.jsonl"))
+        arm = "patch" if entry.guard == BASELINE else f"patch + {entry.guard}"
+        base = compare_samples(unpatched[BASELINE], samples).overall
+        alone = compare_samples(unpatched[entry.guard], samples).overall
+        rows.append(CombinedArm(arm, entry, base, alone))
+    return CombinedStage(guards.temperature, guard, str(folder), tuple(rows), None)

@@ -14,9 +14,9 @@ regressions). How the pairs are made differs, and the numbers say which:
   one thing changed, so these pairs are prompt-matched only. Their net is still exactly the
   difference in correct answers on the same prompts (the quantity the guards' net measures),
   and their McNemar p is a valid test on matched prompts, only with more discordant pairs from
-  sampling noise, so it is less likely to call a loss significant. Where the measure's records
-  cannot be read, the net comes from the counts (accuracy x judged at T minus at T*), split
-  into rescues or regressions, with no p.
+  sampling noise, so it is less likely to call a loss significant. The measure stage pairs
+  them once, when it has scanned (`MeasureStage.paired`); a temperature with no pair counts
+  as unpaired (net 0).
 
 A candidate has a significant loss when its regressions outnumber its rescues and McNemar's
 exact p is below 0.05 (`significant_loss`); such a candidate is never recommended. Among the
@@ -37,20 +37,17 @@ reason says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from loopfix.doctor.result import GuardStage, MeasureStage, Recommendation
 from loopfix.guard_summaries import Answers
-from loopfix.records import read_samples
-from loopfix.scan.compare import compare_samples
 from loopfix.scan.guard_comparison import answers_first, net_answers, significant_loss
 from loopfix.summaries import SettingSummary
 
 __all__ = ["Candidate", "recommend"]
 
 # How a candidate's answers were counted against the loopiest setting (see the docstring).
-Pairing = Literal["itself", "exact", "prompt", "counted"]
+Pairing = Literal["itself", "exact", "prompt", "unpaired"]
 
 
 @dataclass(frozen=True)
@@ -64,25 +61,12 @@ class Candidate:
     paired: Pairing
 
 
-def _correct(s: SettingSummary) -> int | None:
-    return None if s.accuracy.value is None else round(s.accuracy.value * s.judged)
-
-
 def _temperature_answers(measure: MeasureStage, s: SettingSummary) -> tuple[Answers, Pairing]:
     """Rescues / regressions / p of temperature `s` against the loopiest, on (prompt, sample)."""
-    loopiest = measure.loopiest
-    if s.temperature == loopiest.temperature:
+    if s.temperature == measure.loopiest.temperature:
         return Answers(0, 0, 1.0), "itself"
-    try:
-        records = list(read_samples(Path(measure.scan) / "records.jsonl"))
-        here = [r for r in records if r.settings["temperature"] == s.temperature]
-        there = [r for r in records if r.settings["temperature"] == loopiest.temperature]
-        paired = compare_samples(there, here).overall
-    except (OSError, ValueError):  # no records to pair: count the answers instead
-        right_here, right_there = _correct(s), _correct(loopiest)
-        net = 0 if right_here is None or right_there is None else right_here - right_there
-        return Answers(max(net, 0), max(-net, 0), None), "counted"
-    return Answers.of(paired), "prompt"
+    paired = measure.paired.get(s.temperature)
+    return (Answers(0, 0, None), "unpaired") if paired is None else (Answers.of(paired), "prompt")
 
 
 def _candidates(measure: MeasureStage, guards: GuardStage) -> list[Candidate]:
@@ -105,7 +89,7 @@ def _answers(c: Candidate) -> str:
     answers = c.answers or Answers(0, 0, None)
     p = "" if answers.mcnemar_p is None else f", McNemar p {answers.mcnemar_p:.2g}"
     how = {"exact": "paired on the same seeds", "prompt": "paired on the same prompts"}.get(
-        c.paired, "counted"
+        c.paired, "not paired"
     )
     return (
         f"{answers.rescues} answers rescued, {answers.regressions} lost "

@@ -5,11 +5,9 @@ recommendation; inline SVG, no scripts)."""
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from loopfix.doctor.config import CONSISTENCY_DIR
 from loopfix.doctor.result import DoctorResult
-from loopfix.records import SampleStore
 from loopfix.report.guard_comparison import COLUMNS
 from loopfix.report.svg import Series, histogram_chart, rate_chart
 from loopfix.scan.guard_comparison import ranked
@@ -223,15 +221,8 @@ def _charts(result: DoctorResult) -> str:
             ],
         )
     ]
-    records = list(SampleStore(Path(result.measure.scan) / "records.jsonl"))
     for temperature in temperatures:
-        lengths = [
-            s.length
-            for s in records
-            if s.settings["temperature"] == temperature
-            and s.finish_reason != "error"
-            and s.length is not None
-        ]
+        lengths = result.measure.lengths.get(temperature, ())
         charts.append(histogram_chart(f"Output length at T={temperature:g}", lengths, "tokens"))
     return "<div class=charts>" + "\n".join(charts) + "</div>"
 

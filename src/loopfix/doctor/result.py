@@ -1,18 +1,19 @@
 """The doctor's typed results: one frozen dataclass per stage, and the whole run.
 
-`to_json` is what `summary.json` and a stage's cache file hold (the shapes of loopfix 0.x, kept:
-a guard entry as `loopfix compare` writes it, a measured setting as its rates); `from_json`
-reads a stage back from its cache file, so a rerun continues after the last finished stage. A
-stage's numbers are a function of the runs in its folders, so the measure and guard stages
-read them back from there (the measure scan's summary.json, the compared runs) rather than from
-the subset the cache shows.
+Each stage computes its numbers once, from its runs, and its `to_json` holds all of them:
+`summary.json` and the stage's cache file (OUT/stages/NAME.json) are that record, and
+`from_json` reads a stage back from it alone, so a rerun continues after the last finished
+stage without reading a run or pairing one again. The shapes keep loopfix 0.x's keys (a
+measured setting as its scan's summary writes it, a guard entry as `loopfix compare` does) and
+add what the report needs (each setting's output lengths and its pairing with the loopiest
+temperature; each entry's summary and pairs in full). The repair's record is its verify.json.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pydantic import JsonValue
 from loopfix.doctor.config import DoctorConfig
 from loopfix.guard_summaries import GuardEntry
 from loopfix.repair.result import RepairResult
-from loopfix.summaries import Paired, ScanSummary, SettingSummary
+from loopfix.summaries import Paired, SettingSummary
 
 __all__ = [
     "CombinedArm",
@@ -35,22 +36,33 @@ __all__ = [
     "StageCost",
 ]
 
-# What the doctor's files show of a measured setting (its scan's summary.json has them all).
-MEASURE_KEYS = (
-    "temperature",
-    "n",
-    "loop_rate",
-    "cut_rate",
-    "paper_loop_rate",
-    "accuracy",
-    "judged",
-    "mean_length",
-    "loop_rate_ci95",
-    "cut_rate_ci95",
-    "accuracy_ci95",
-    "outcomes",
-    "overlong",
-)
+
+def loopiest(settings: Iterable[SettingSummary]) -> SettingSummary:
+    """The temperature with the highest loop rate (the lowest such temperature on a tie)."""
+    return max(settings, key=lambda s: (s.loop_rate.value or 0.0, -s.temperature))
+
+
+def _optional(paired: Paired | None) -> dict[str, JsonValue] | None:
+    return None if paired is None else paired.to_json()
+
+
+def _entry_json(entry: GuardEntry) -> dict[str, JsonValue]:
+    """An entry as `loopfix compare` writes it, with its summary and pairs in full."""
+    full = {"summary": entry.summary.to_json(), "paired": _optional(entry.paired)}
+    return entry.to_json() | full
+
+
+def _entry(data: Mapping[str, Any]) -> GuardEntry:
+    paired = data["paired"]
+    return GuardEntry(
+        guard=data["guard"],
+        summary=SettingSummary.from_json(data["summary"]),
+        paired=None if paired is None else Paired.from_json(paired),
+        rescues_performed=data["rescues"],
+        tokens_per_s=data["tokens_per_s"],
+        run=data["run"],
+        rank=data["rank"],
+    )
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,10 @@ class MeasureStage:
     config: DoctorConfig  # the doctor's config with every default filled for this model
     backend: str  # what generated: hf, vllm or openai
     dtype: str | None  # the weights' dtype as it ran (None: a server's, unknown)
+    # By temperature: each other temperature against the loopiest on the scan's (prompt,
+    # sample) pairs (absent: no pair), and the output length of each sample that generated.
+    paired: dict[float, Paired] = field(default_factory=dict)
+    lengths: dict[float, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def loops(self) -> int:
@@ -70,16 +86,21 @@ class MeasureStage:
 
     @property
     def loopiest(self) -> SettingSummary:
-        """The temperature with the highest loop rate (the lowest such temperature on a tie)."""
-        return max(self.settings, key=lambda s: (s.loop_rate.value or 0.0, -s.temperature))
+        return loopiest(self.settings)
 
     def to_json(self) -> dict[str, JsonValue]:
-        settings = [s.to_json() for s in self.settings]
         return {
             "suite": self.suite,
             "max_new_tokens": self.max_new_tokens,
             "scan": self.scan,
-            "settings": [{key: row[key] for key in MEASURE_KEYS} for row in settings],
+            "settings": [
+                s.to_json()
+                | {
+                    "against_loopiest": _optional(self.paired.get(s.temperature)),
+                    "lengths": list(self.lengths.get(s.temperature, ())),
+                }
+                for s in self.settings
+            ],
             "testbed": self.testbed,
             "config": self.config.model_dump(mode="json"),
             "backend": self.backend,
@@ -88,17 +109,22 @@ class MeasureStage:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MeasureStage:
-        """The stage, its settings read from its scan's summary.json."""
-        summary = json.loads((Path(data["scan"]) / "summary.json").read_text())
+        rows = data["settings"]
         return cls(
             suite=data["suite"],
             max_new_tokens=data["max_new_tokens"],
             scan=data["scan"],
-            settings=ScanSummary.from_json(summary).settings,
+            settings=tuple(SettingSummary.from_json(row) for row in rows),
             testbed=data["testbed"],
             config=DoctorConfig.model_validate(data["config"]),
             backend=data["backend"],
             dtype=data["dtype"],
+            paired={
+                row["temperature"]: Paired.from_json(row["against_loopiest"])
+                for row in rows
+                if row["against_loopiest"] is not None
+            },
+            lengths={row["temperature"]: tuple(row["lengths"]) for row in rows},
         )
 
 
@@ -117,17 +143,13 @@ class GuardStage:
         return {
             "temperature": self.temperature,
             "folder": self.folder,
-            "entries": [entry.to_json() for entry in self.entries],
+            "entries": [_entry_json(entry) for entry in self.entries],
             "skipped": self.skipped,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GuardStage:
-        """The stage, its entries read back from the compared runs."""
-        from loopfix.scan.guard_comparison import compare_entries
-
-        runs = [(e["guard"], e["temperature"], Path(e["run"])) for e in data["entries"]]
-        entries = compare_entries(runs) if runs else ()
+        entries = tuple(_entry(entry) for entry in data["entries"])
         return cls(data["temperature"], data["folder"], entries, data["skipped"])
 
 
@@ -200,27 +222,20 @@ class CombinedArm:
     against_guard: Paired
 
     def to_json(self) -> dict[str, JsonValue]:
-        summary, base, alone = self.entry.summary, self.against_base, self.against_guard
         return {
             "arm": self.arm,
-            "guard": self.entry.guard,
-            "n": summary.n,
-            "loop_rate": summary.loop_rate.value,
-            "cut_rate": summary.cut_rate.value,
-            "accuracy": summary.accuracy.value,
-            "mean_length": summary.mean_length,
-            "rescues": base.rescues,
-            "regressions": base.regressions,
-            "mcnemar_p": base.mcnemar_p,
-            "loops_removed": base.loops_removed,
-            "loops_added": base.loops_added,
-            "vs_guard_alone": {
-                "rescues": alone.rescues,
-                "regressions": alone.regressions,
-                "mcnemar_p": alone.mcnemar_p,
-            },
-            "run": self.entry.run,
+            "entry": _entry_json(self.entry),
+            "against_base": self.against_base.to_json(),
+            "against_guard": self.against_guard.to_json(),
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CombinedArm:
+        base, alone = (
+            Paired.from_json(data["against_base"]),
+            Paired.from_json(data["against_guard"]),
+        )
+        return cls(data["arm"], _entry(data["entry"]), base, alone)
 
 
 @dataclass(frozen=True)
@@ -248,15 +263,9 @@ class CombinedStage:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], guards: GuardStage) -> CombinedStage:
-        """The stage, its arms read back from their runs and paired again with `guards`'."""
-        from loopfix.doctor.combined import combined_arms
-        from loopfix.scan.guard_comparison import compare_entries
-
-        temperature = data["temperature"]
-        runs = [(row["guard"], temperature, Path(row["run"])) for row in data["rows"]]
-        rows = combined_arms(guards, compare_entries(runs)) if runs else ()
-        return cls(temperature, data["guard"], data["folder"], rows, data["skipped"])
+    def from_json(cls, data: Mapping[str, Any]) -> CombinedStage:
+        rows = tuple(CombinedArm.from_json(row) for row in data["rows"])
+        return cls(data["temperature"], data["guard"], data["folder"], rows, data["skipped"])
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ import platform
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pydantic import JsonValue
@@ -72,10 +71,14 @@ ResultT = TypeVar("ResultT", bound=_StageResult)
 
 
 class _StageCache:
-    """Finished stages as OUT/stages/NAME.json: the result, its seconds and peak memory."""
+    """Finished stages as OUT/stages/NAME.json: the result, its seconds and peak memory. The
+    first finished stage claims OUT for the run's arguments (OUT/doctor.json), so a run that
+    failed before it measured anything (a wrong model or option) leaves nothing that refuses
+    the next; later runs with other arguments are refused (`_check_identity`)."""
 
-    def __init__(self, out: Path, clock: StageClock, report: Callable[[str], None]) -> None:
-        self.folder, self.clock, self.report = out / "stages", clock, report
+    def __init__(self, config: DoctorConfig, clock: StageClock, report: Callable[[str], None]):
+        self.out, self.identity = config.out, config.identity()
+        self.folder, self.clock, self.report = config.out / "stages", clock, report
         self.costs: dict[str, StageCost] = {}
 
     def run(
@@ -94,6 +97,7 @@ class _StageCache:
             result = compute()
         self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
         self.folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.out / "doctor.json", self.identity)
         write_json_atomic(path, {"result": result.to_json(), "cost": asdict(self.costs[name])})
         return result
 
@@ -102,17 +106,12 @@ def _check_identity(config: DoctorConfig) -> None:
     """Refuse an OUT that holds a doctor run with other arguments (it would be mixed in)."""
     path = config.out / "doctor.json"
     identity = config.identity()
-    if path.is_file():
-        stored = json.loads(path.read_text())
-        if stored != identity:
-            changed = sorted(k for k in identity if identity[k] != stored.get(k))
-            raise DoctorInputError(
-                f"{config.out} holds a doctor run with other arguments ({', '.join(changed)}); "
-                "rerun with the same arguments to continue it, or choose another --out"
-            )
-        return
-    config.out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, identity)
+    if path.is_file() and (stored := json.loads(path.read_text())) != identity:
+        changed = sorted(k for k in identity if identity[k] != stored.get(k))
+        raise DoctorInputError(
+            f"{config.out} holds a doctor run with other arguments ({', '.join(changed)}); "
+            "rerun with the same arguments to continue it, or choose another --out"
+        )
 
 
 def _versions() -> dict[str, str]:
@@ -141,7 +140,7 @@ def run_doctor(
         progress = partial(line_progress, report=report)
     _check_identity(config)
     clock = StageClock(report)
-    cache = _StageCache(config.out, clock, report)
+    cache = _StageCache(config, clock, report)
 
     measured = cache.run(
         "measure",
@@ -162,7 +161,7 @@ def run_doctor(
     combined = cache.run(
         "combined",
         lambda: combined_stage(final, guards, repair, recommendation, progress),
-        lambda data: CombinedStage.from_json(data, guards),
+        CombinedStage.from_json,
     )
     consistency = cache.run(
         "consistency",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from loopfix.backends.base import Backend
@@ -21,18 +22,15 @@ from loopfix.doctor.config import (
     TOP_UP_MAX,
     DoctorConfig,
 )
-from loopfix.doctor.result import (
-    ConsistencyStage,
-    GuardStage,
-    MeasureStage,
-    RepairStage,
-)
+from loopfix.doctor.result import ConsistencyStage, GuardStage, MeasureStage, RepairStage, loopiest
 from loopfix.errors import LoopfixError
 from loopfix.progress import Progress, ProgressFactory, line_progress
+from loopfix.records import read_samples
 from loopfix.repair import RepairConfig, RepairInputError, run_repair
 from loopfix.scan import ScanConfig, run_scan
+from loopfix.scan.compare import compare_samples
 from loopfix.suites import BUILTIN_SUITES
-from loopfix.summaries import ScanSummary
+from loopfix.summaries import Paired, ScanSummary, SettingSummary
 from loopfix.urls import is_url
 
 __all__ = [
@@ -42,6 +40,7 @@ __all__ = [
     "doctor_repair_config",
     "guard_stage",
     "measure_backend_name",
+    "measure_pairs",
     "measure_stage",
     "open_measure_backend",
     "repair_stage",
@@ -177,6 +176,7 @@ def _measured(
     assert config.suite is not None and config.max_new_tokens is not None
     ran = summary.backend  # what ran: the dtype is the one the checkpoint loaded in
     assert ran is not None  # run_scan records it
+    paired, lengths = measure_pairs(folder / "records.jsonl", summary.settings)
     return MeasureStage(
         config.suite,
         config.max_new_tokens,
@@ -186,7 +186,31 @@ def _measured(
         config,
         ran.name,
         ran.dtype,
+        paired,
+        lengths,
     )
+
+
+def measure_pairs(
+    records: Path, settings: tuple[SettingSummary, ...]
+) -> tuple[dict[float, Paired], dict[float, tuple[int, ...]]]:
+    """What the recommendation and the report need of the measure's records, read once: each
+    other temperature paired with the loopiest on (prompt, sample), and the output lengths of
+    the samples that generated, by temperature."""
+    temperatures = [s.temperature for s in settings]
+    samples = list(read_samples(records))
+    runs = {t: [r for r in samples if r.settings["temperature"] == t] for t in temperatures}
+    top = runs[loopiest(settings).temperature]
+    paired = {}
+    for temperature, run in runs.items():
+        with suppress(ValueError):  # no pair: nothing generated at one of the two
+            if run is not top:
+                paired[temperature] = compare_samples(top, run).overall
+    lengths = {
+        t: tuple(r.length for r in run if r.finish_reason != "error" and r.length is not None)
+        for t, run in runs.items()
+    }
+    return paired, lengths
 
 
 def guard_stage(
@@ -242,9 +266,7 @@ def consistency_stage(
         on_check=lambda check: report(f"  {check.name}: {check.status}, {check.seconds:.0f} s"),
     )
     paths = write_consistency(result, config.out / CONSISTENCY_DIR)
-    statuses: dict[str, str] = {}
-    for check in result.checks:
-        statuses[check.name] = check.status
+    statuses: dict[str, str] = {check.name: check.status for check in result.checks}
     return ConsistencyStage(str(paths["html"]), statuses, None)
 
 
