@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -161,6 +161,7 @@ def _read_reply(response: httpx.Response, path: str) -> _Stream:
     ignored `stream`. Anything else (an HTML page, a JSON body that is no completion, a stream
     without a choice) is a `BackendError` naming what came: never a sample with empty text."""
     kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+    lines: Iterable[str]
     if kind == "application/json":
         lines = ["data:" + response.read().decode("utf-8", "replace")]
     elif kind == "text/event-stream":
