@@ -89,10 +89,17 @@ class _StageCache:
     ) -> ResultT:
         path = self.folder / f"{name}.json"
         if path.is_file():
-            cached = json.loads(path.read_text())
-            self.costs[name] = StageCost(**cached["cost"])
-            self.report(f"[{name}] finished by an earlier run ({self.costs[name].seconds:.1f} s)")
-            return load(cached["result"])
+            try:
+                cached = json.loads(path.read_text())
+                loaded, cost = load(cached["result"]), StageCost(**cached["cost"])
+            except (ValueError, KeyError, TypeError) as error:
+                # An older loopfix's shape, or a damaged file: the stage is run again, not
+                # read as something it is not.
+                self.report(f"[{name}] {path} cannot be read ({error!r}): running it again")
+            else:
+                self.costs[name] = cost
+                self.report(f"[{name}] finished by an earlier run ({cost.seconds:.1f} s)")
+                return loaded
         with self.clock.stage(name):
             result = compute()
         self.costs[name] = StageCost(self.clock.seconds[name], self.clock.peak_mib[name])
