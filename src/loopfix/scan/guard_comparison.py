@@ -53,7 +53,6 @@ __all__ = [
     "GuardEntry",
     "Ranked",
     "answers_first",
-    "compare_entries",
     "net_answers",
     "ranked",
     "run_compare",
@@ -224,11 +223,10 @@ def _with_ranks(entries: Sequence[GuardEntry]) -> tuple[GuardEntry, ...]:
     return tuple(replace(entry, rank=ranks[id(entry)]) for entry in entries)
 
 
-def compare_entries(runs: Sequence[tuple[str, float, Path]]) -> tuple[GuardEntry, ...]:
+def _compare_entries(runs: Sequence[tuple[str, float, Path]]) -> tuple[GuardEntry, ...]:
     """The entries of finished runs, each (guard spec, temperature, scan folder), in that order:
     each read from its scan's summary and records, paired with the "none" run at its
-    temperature, and ranked. A comparison's results are a function of its runs, so this reads
-    a finished one back (the doctor's cache) as well as it summarizes a fresh one."""
+    temperature, and ranked."""
     baselines = {temperature: run for spec, temperature, run in runs if spec == BASELINE}
     return _with_ranks([_entry(spec, run, baselines[t]) for spec, t, run in runs])
 
@@ -254,7 +252,7 @@ def run_compare(config: CompareConfig, progress: ProgressFactory | None = None) 
         config=config.identity(),
         backend=engines.ran_on(),
         temperatures=tuple(config.scan.temperatures),
-        entries=compare_entries(runs),
+        entries=_compare_entries(runs),
         notes=notes,
     )
     out = Path(config.scan.out)
