@@ -8,8 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from loopfix.cli import app
+from loopfix.models import load_model
+from loopfix.patch import apply_patch, load_patch
 from loopfix.records import SampleStore
 from loopfix.repair import RepairConfig, run_repair
+from loopfix.repair.scan_verify import patch_id
 from loopfix.repair.sources import source_for
 from loopfix.scan import ScanConfig, compare_runs, run_scan
 
@@ -81,6 +84,9 @@ def test_repair_from_scan_records_writes_an_honest_verify_json(
         assert arms[arm]["model_files"] == arms["base"]["model_files"]
         assert len(arms[arm]["patch"]) == 64
     assert arms["patched"]["patch"] != arms["random_control"]["patch"]
+    # The patched arm's id is the written patch's, read from weights it is applied to.
+    with apply_patch(load_model(tiny_folder, device="cpu")[0], load_patch(verify["patch"])) as on:
+        assert patch_id(on) == arms["patched"]["patch"]
     # The decision follows from the numbers, check by check.
     checks, paired = verify["checks"], verify["by_temperature"]["0.0"]["paired"]["patched"]
     base, patched = verify["base"]["loop_rate"], verify["patched"]["loop_rate"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from loopfix.backends.hf import HFBackend
 from loopfix.cli import app
 from loopfix.models import load_model
 from loopfix.records import Sample, read_samples
@@ -132,6 +133,7 @@ def test_records_without_loops_are_refused_in_one_line(
     scanned: Path, tmp_path: Path, testbed: tuple[Any, Any, ScanRecords]
 ) -> None:
     model, tokenizer, _ = testbed
+    generator = HFBackend(model, tokenizer, batch_size=16, source=MODEL)
     quiet = tmp_path / "quiet"
     quiet.mkdir()
     shutil.copy(scanned.parent / "scan.json", quiet / "scan.json")
@@ -139,7 +141,7 @@ def test_records_without_loops_are_refused_in_one_line(
     (quiet / "records.jsonl").write_text("".join(json.dumps(s.to_dict()) + "\n" for s in kept))
     config = RepairConfig.preset("suite", source="rescue", records=quiet / "records.jsonl")
     with pytest.raises(RepairInputError, match="holds no looping sample"):
-        source_for(config).build(model, tokenizer, MODEL, tmp_path, config, StageClock(print))
+        source_for(config).build(generator, MODEL, tmp_path, config, StageClock(print))
 
 
 def test_the_source_is_picked_from_the_config() -> None:

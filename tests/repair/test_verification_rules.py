@@ -32,8 +32,8 @@ def testbed():
     model, tokenizer = load_model("loopfix:stargraph", device="cpu")
     task = task_config(model)
     train = make_pairs(task, 1, 60, 3)
-    directions, _ = find_directions(model, train, RepairConfig(), PAD_ID)
-    return model, tokenizer, task, directions.vectors
+    found = find_directions(model, train, RepairConfig(), PAD_ID)
+    return model, tokenizer, task, found.directions.vectors
 
 
 def test_first_order_proxy_matches_the_exact_scores_at_small_alpha(testbed) -> None:

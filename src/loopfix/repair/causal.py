@@ -17,7 +17,7 @@ embeddings carry, which no column edit of the site touches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +26,10 @@ import torch
 from loopfix.patch import EditSite
 from loopfix.patch.sites import SiteKind, site_module
 from loopfix.repair.arms import ArmResult, ComparedArm
-from loopfix.repair.config import RepairConfig
 from loopfix.repair.hooks import direction_ablation, hooked
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
+    from loopfix.repair.candidates import Candidate
     from loopfix.repair.verification import Verifier
 
 __all__ = ["AblationDose", "CausalResult", "causal_check"]
@@ -120,38 +118,20 @@ class CausalResult:
         )
 
 
-def _ablate(
-    verifier: Verifier[Any],
-    modules: list[torch.nn.Module],
-    vectors: list[torch.Tensor],
-    strength: float,
-    base: Any,
-    label: str,
-) -> ComparedArm:
-    hooks = direction_ablation(modules, vectors, strength)
-    outcomes = verifier.run(
-        "causal", verifier.config.temperature, hooked(hooks), f"{label}-strength{strength:g}"
-    )
-    return verifier.compare(base, outcomes)
-
-
 def causal_check(
-    verifier: Verifier[Any],
-    model: PreTrainedModel,
-    kind: SiteKind,
-    layers: Sequence[int],
-    alpha: float,
-    directions: torch.Tensor,
-    controls: torch.Tensor,
-    config: RepairConfig,
+    verifier: Verifier, edit: Candidate, directions: torch.Tensor, random: torch.Tensor
 ) -> CausalResult:
-    base = verifier.base("causal", config.temperature)
-    modules = [site_module(model, EditSite(layer, kind)) for layer in layers]
+    """`edit`'s sites ablated along `directions` and along `random` (per layer), on the
+    verifier's model at the primary temperature, at strength 1 and at the edit's alpha."""
+    temperature, layers = verifier.config.temperature, edit.layers
+    base = verifier.base("causal", temperature)
+    modules = [site_module(verifier.model, EditSite(layer, edit.kind)) for layer in layers]
     doses = []
-    for strength in sorted({1.0, float(alpha)}):
-        direction, control = (
-            _ablate(verifier, modules, [v[i].float() for i in layers], strength, base, label)
-            for v, label in ((directions, "ablate-u"), (controls, "ablate-random"))
-        )
-        doses.append(AblationDose(strength, direction, control))
-    return CausalResult(kind, tuple(layers), config.temperature, base.summary(), tuple(doses))
+    for strength in sorted({1.0, float(edit.alpha)}):
+        arms = []
+        for vectors, label in ((directions, "ablate-u"), (random, "ablate-random")):
+            hooks = direction_ablation(modules, [vectors[i].float() for i in layers], strength)
+            context, name = hooked(hooks), f"{label}-strength{strength:g}"
+            arms.append(verifier.compare(base, verifier.run("causal", temperature, context, name)))
+        doses.append(AblationDose(strength, *arms))
+    return CausalResult(edit.kind, layers, temperature, base.summary(), tuple(doses))

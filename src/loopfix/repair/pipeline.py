@@ -1,31 +1,34 @@
 """`run_repair`: find a loop direction, edit a few columns, prove it helps, write the patch.
 
-Steps (each prints its time and the peak memory so far):
-1. branches: matched pairs (equal length, no EOS), normal text for the KL check and the
-   verification's prompt sets, from a source (`sources/`): the testbed teacher (copy the last
-   excursion vs explore), or scan records (the loop vs a non-looping resample, vs the engine's
-   rescue, or looping vs converging runs), training and held-out prompts kept apart.
-2. probe + directions: per layer u = normalise(mean repetitive - mean productive) over the
-   training pairs' states, with the separation along u and cosines between layers.
-3. search: on the testbed every candidate (site x layer set x k x alpha) on the layers of
-   largest separation scored without generating on the held-out pairs (selectivity proxy) and
-   normal walks (KL), from cached prefixes; from scan records every layer x site x k ranked by
-   the proxy to first order (`linear_proxy`), its best few at every alpha to screen.
-4. screen the candidates by generation at the primary temperature on the screening prompts,
-   each with its perplexity on the plain text: the pick stays within that budget.
-5. causal check: remove u from what the chosen candidate's sites write, with hooks during
-   generation; a column edit is only worth keeping if this removes loops.
-6. verify: the chosen candidate and its norm-matched random controls at every temperature on
-   held-out prompts, paired with the base.
-7. decide and write: accept by answers recovered or by loops removed, within the KL, touched
-   weights and perplexity budgets (`decide`, whose docstring holds both routes); write the
-   patch (or the rejected candidate), verify.json and report.md.
-A screening pick that already fails (over budget, losing answers, or removing nothing) stops
-the repair after step 4 with the reason: nothing is verified that cannot be accepted.
+Eight steps, each a function of typed values returning one (a frozen dataclass), in this order:
+1. `source.build` -> `SourceInputs` (generator): matched pairs (equal length, no EOS) from the
+   testbed teacher or scan records (`sources/`), training and held-out prompts kept apart;
+   normal text for the KL check; the verification's prompt sets.
+2. `find_directions` -> `Found`: per layer u = normalise(mean repetitive - mean productive),
+   its separation and cosines, what each edit site writes along u; the controls' directions.
+3. `search` -> `Searched`: the grid or optuna candidates on the most separated layers scored
+   without generating (selectivity proxy on held-out pairs, KL on normal text), or every layer
+   x site x k ranked to first order (`linear_proxy`), its best few at every alpha.
+4. `price` -> `Priced` per candidate: its patch, plain-text perplexity and norm-matched controls.
+5. `screen` -> `Screened` (generator): the candidates generated on the screening prompts; the
+   pick stays within the perplexity budget. A pick that already fails (over budget, losing
+   answers, or removing nothing) stops the repair here: nothing is verified that cannot pass.
+6. `check` -> `Checked` (generator): the causal check (u removed from what the pick's sites
+   write, with hooks: a column edit is only worth keeping if this removes loops), then the pick
+   and its controls at every temperature on held-out prompts, paired with the base.
+7. `score` -> `Scored`: the exact proxy and KL of the pick and its control, and the decision
+   (`decide`: by answers recovered or loops removed, within the KL, weights and perplexity
+   budgets).
+8. `write` -> `RepairResult`: the patch (or rejected candidate), then the result, built there
+   alone, as verify.json and report.md.
+Each stage prints its time and peak memory. One model is in memory at a time (`Weights`, opened
+by `open_backend`): float32 but in the generator's steps, which run in `generation_dtype` (the
+patch records float32 columns); switching drops one model before loading the other.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -36,13 +39,16 @@ from typing import TYPE_CHECKING
 import torch
 
 from loopfix.atomic import check_output_path, write_json_atomic, write_text_atomic
-from loopfix.models import architecture_for, decoder_layers, load_model, write_matrix
+from loopfix.backends.hf import HFBackend
+from loopfix.backends.open import open_backend
+from loopfix.backends.spec import BackendSpec
+from loopfix.models import architecture_for, write_matrix
 from loopfix.models.modules import num_layers, residual_width
 from loopfix.patch import EditSite, build_patch, save_patch
 from loopfix.patch.edit import write_strength
 from loopfix.patch.sites import site_module
-from loopfix.repair.arms import ScreenRow
-from loopfix.repair.batches import branch_batches, walk_batches
+from loopfix.repair.arms import ScreenRow, TemperatureResult
+from loopfix.repair.batches import ProbeBatch, branch_batches, walk_batches
 from loopfix.repair.candidates import (
     Candidate,
     SearchRecord,
@@ -50,7 +56,7 @@ from loopfix.repair.candidates import (
     edit_norm,
     norm_matched_control,
 )
-from loopfix.repair.causal import causal_check
+from loopfix.repair.causal import CausalResult, causal_check
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.decide import judge
 from loopfix.repair.directions import (
@@ -62,9 +68,9 @@ from loopfix.repair.directions import (
 from loopfix.repair.linear_proxy import LinearProxy, linear_candidates
 from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.perplexity import general_ability
-from loopfix.repair.probe import ClassMeans, class_means, projections
+from loopfix.repair.probe import class_means, projections
 from loopfix.repair.report import render_report
-from loopfix.repair.result import RepairResult, ScoredEdit, Timing, Verified
+from loopfix.repair.result import ARMS, RepairResult, ScoredEdit, Timing, Verified
 from loopfix.repair.scan_verify import ScanPrompts
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources import BranchPair, RepairSource, source_for
@@ -76,7 +82,40 @@ from loopfix.stages import StageClock
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["SiteContribution", "find_directions", "rank_candidates", "run_repair"]
+    from loopfix.patch import Patch
+
+__all__ = ["Found", "SiteContribution", "find_directions", "rank_candidates", "run_repair"]
+
+# The verified numbers a written patch carries (patch.json "metrics").
+PATCH_METRICS = ("accepted", "kl", "rescues", "regressions", "touched_fraction", *ARMS)
+
+
+class Weights:
+    """The one model in memory, opened by `open_backend` from `spec`: `float32()` where edits
+    are built, probed and scored, `generator()` (in `spec.dtype`) where the repair generates.
+    Asking for the other dtype drops this model before loading that one."""
+
+    def __init__(self, spec: BackendSpec, clock: StageClock) -> None:
+        self.spec, self.clock, self.loads = spec, clock, 0
+        self.loaded: HFBackend | None = None
+
+    def generator(self) -> HFBackend:
+        return self._open(self.spec)
+
+    def float32(self) -> HFBackend:
+        return self._open(replace(self.spec, dtype="float32"))
+
+    def _open(self, spec: BackendSpec) -> HFBackend:
+        if self.loaded is None or self.loaded.dtype != spec.dtype:
+            self.loaded = None
+            gc.collect()  # a model's modules may hold cycles: free it before the next loads
+            with self.clock.stage(
+                f"load {self.loads + 1} ({spec.dtype})" if self.loads else "load"
+            ):
+                backend = open_backend(spec)
+            assert isinstance(backend, HFBackend)  # an "hf" spec
+            self.loaded, self.loads = backend, self.loads + 1
+        return self.loaded
 
 
 @dataclass(frozen=True)
@@ -97,11 +136,115 @@ class SiteContribution:
         }
 
 
+@dataclass(frozen=True)
+class Found:
+    """Step 2: the directions, what each site writes along them, the controls' directions."""
+
+    directions: LayerDirections
+    sites: tuple[SiteContribution, ...]
+    random: tuple[torch.Tensor, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """verify.json "directions"."""
+        return {"layers": self.directions.to_dict(), "sites": [c.to_json() for c in self.sites]}
+
+
+@dataclass(frozen=True)
+class Searched:
+    """Step 3: the candidates to screen, best first, and what the search saw."""
+
+    candidates: tuple[Candidate, ...]
+    record: SearchRecord
+
+
+@dataclass(frozen=True)
+class Priced:
+    """Step 4, one candidate: its patch (float32 columns, no metrics yet), its perplexity on
+    the plain text (None: no text configured), its controls (one per random direction)."""
+
+    candidate: Candidate
+    patch: Patch
+    perplexity: dict[str, float] | None
+    controls: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class Screened:
+    """Step 5: the screening table, its pick (`rows[best]`), why it cannot pass (empty: none)."""
+
+    rows: tuple[ScreenRow, ...]
+    best: int
+    pick: Priced
+    stop: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Step 6: the causal check and the verified arms by temperature."""
+
+    causal: CausalResult
+    by_temperature: dict[str, TemperatureResult]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Step 7: the pick's exact proxy and what was verified of it (decision, control)."""
+
+    candidate: ScoredEdit
+    verified: Verified
+
+
+def run_repair(
+    model_spec: str,
+    out: Path | str,
+    config: RepairConfig | None = None,
+    report: Callable[[str], None] = print,
+    trust_remote_code: bool = False,
+    source: RepairSource | None = None,
+) -> RepairResult:
+    """Repair `model_spec`'s loops into `out` (patch, verify.json, report.md) by the module's
+    steps. `source` builds the branches, normal text and prompt sets; None: the one
+    `config.source` names."""
+    out = Path(out)
+    check_output_path(out, folder=True)
+    config = config or RepairConfig()
+    source = source or source_for(config)  # a bad choice fails before the model is loaded
+    clock = StageClock(report)
+    spec = BackendSpec("hf", model_spec, config.gen_batch_size, config.generation_dtype, "cpu")
+    weights = Weights(replace(spec, trust_remote_code=trust_remote_code), clock)
+    inputs = source.build(weights.generator(), model_spec, out, config, clock)
+    config = inputs.config
+    with clock.stage("probe+directions"):
+        found = find_directions(weights.float32().model, inputs.train, config, inputs.pad_id)
+    with clock.stage("search"):
+        searched = search(weights.float32().model, inputs, found)
+    first = searched.candidates[0].label()
+    report(
+        f"search ({searched.record.method}): {len(searched.candidates)} to screen, first {first}"
+    )
+    with clock.stage("perplexity"):
+        priced = price(weights.float32(), inputs, found, searched)
+    prompts = ScanPrompts(
+        weights.generator(), inputs.scan, inputs.prompt_sets, config, out / "verification", report
+    )
+    verifier = Verifier(prompts, config)
+    with clock.stage("screen"):
+        screened = screen(verifier, priced)
+    if screened.stop and not config.verify_screened_out:
+        return write(model_spec, out, clock, inputs, searched, screened, None)
+    checked = check(verifier, found, screened, clock)
+    del prompts, verifier  # the generator's last users: one model in memory at a time
+    with clock.stage("score"):
+        scored = score(weights.float32().model, inputs, found, screened, checked)
+    return write(model_spec, out, clock, inputs, searched, screened, scored)
+
+
 def find_directions(
     model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig, pad_id: int
-) -> tuple[LayerDirections, list[SiteContribution]]:
-    """Per-layer directions, and per edit site how much of the mean difference along u it
-    writes (its inputs' mean difference times each column's u^T W, summed)."""
+) -> Found:
+    """Step 2: per-layer directions; per edit site how much of the mean difference along u it
+    writes (its inputs' mean difference times each column's u^T W, summed); the controls'
+    random directions."""
     sites = [EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites]
     batches = {
         which: branch_batches(pairs, which, config.positions, config.batch_size, pad_id)
@@ -112,26 +255,20 @@ def find_directions(
     unit = difference / difference.norm(dim=1, keepdim=True)
     rep = projections(model, batches["repetitive"], unit)
     prod = projections(model, batches["productive"], unit)
-    return layer_directions(difference, rep, prod), site_contributions(model, means, unit, sites)
-
-
-def site_contributions(
-    model: PreTrainedModel,
-    means: dict[str, ClassMeans],
-    unit: torch.Tensor,
-    sites: list[EditSite],
-) -> list[SiteContribution]:
-    rows = []
+    contributions = []
     for site in sites:
         write = write_matrix(site_module(model, site), architecture_for(model).orientation)
-        strength = write_strength(write, unit[site.layer])
         delta = means["repetitive"].site_inputs[site] - means["productive"].site_inputs[site]
-        per_column = delta * strength
+        per_column = delta * write_strength(write, unit[site.layer])
         top8 = per_column.abs().topk(min(8, per_column.numel())).values.sum()
-        rows.append(
-            SiteContribution(site, float(per_column.sum()), float(top8 / per_column.abs().sum()))
-        )
-    return rows
+        share = float(top8 / per_column.abs().sum())
+        contributions.append(SiteContribution(site, float(per_column.sum()), share))
+    seeds = range(config.control_seed, config.control_seed + config.control_seeds)
+    return Found(
+        layer_directions(difference, rep, prod),
+        tuple(contributions),
+        tuple(random_directions(num_layers(model), residual_width(model), s) for s in seeds),
+    )
 
 
 def rank_candidates(
@@ -147,19 +284,32 @@ def rank_candidates(
     return sorted(scored, key=key)
 
 
-def _search(
-    model: PreTrainedModel,
-    directions: LayerDirections,
-    scorer: Callable[[], Scorer],
-    proxy: Callable[[], LinearProxy],
-    config: RepairConfig,
-) -> tuple[list[Candidate], SearchRecord]:
-    """The candidates screened by generation, best first, and what the search saw: the one
-    place where `config.search` picks the grid, the optuna search or the first-order ranking
-    (`proxy` measures the latter's gradients, only when it runs)."""
+def _proxy_batches(inputs: SourceInputs) -> tuple[list[ProbeBatch], ...]:
+    """The held-out pairs' repetitive and productive branches and the normal text, batched as
+    the scorer and the first-order proxy read them."""
+    config, pad_id = inputs.config, inputs.pad_id
+    rep, prod = (
+        branch_batches(inputs.heldout, which, config.positions, config.batch_size, pad_id)
+        for which in ("repetitive", "productive")
+    )
+    return rep, prod, walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions)
+
+
+def search(model: PreTrainedModel, inputs: SourceInputs, found: Found) -> Searched:
+    """Step 3: the candidates screened by generation, best first, and what the search saw: the
+    one place where `config.search` picks the grid, the optuna search or the first-order
+    ranking."""
+    config, directions = inputs.config, found.directions
+    rep, prod, normal = _proxy_batches(inputs)
+    # Built when first asked for: the first-order search's gradients (the largest peak of a
+    # real model's repair) then run before the scorer's base log-probs are held.
+    scorer = cache(lambda: Scorer(model, rep, prod, normal))
     budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
     if config.search == "linear":
-        return linear_candidates(model, directions.vectors, proxy(), config, budget)
+        sites = [site.site for site in found.sites]
+        proxy = LinearProxy.measure(model, rep, prod, directions.vectors, sites)
+        candidates, record = linear_candidates(model, directions.vectors, proxy, config, budget)
+        return Searched(tuple(candidates), record)
     order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
     layers = order[: config.search_layers]
     if config.search == "optuna":
@@ -183,209 +333,121 @@ def _search(
         )
     top = tuple(c.shape.to_json() | s.to_dict() for c, s in ranked[:10])
     record = SearchRecord(config.search, len(ranked), top)
-    return [c for c, _ in ranked[: config.verify_top]], record
+    return Searched(tuple(c for c, _ in ranked[: config.verify_top]), record)
 
 
-def run_repair(
-    model_spec: str,
-    out: Path | str,
-    config: RepairConfig | None = None,
-    report: Callable[[str], None] = print,
-    trust_remote_code: bool = False,
-    source: RepairSource | None = None,
-) -> RepairResult:
-    """Repair `model_spec`'s loops into `out` (patch, verify.json, report.md). `source` builds
-    the branches, normal text and prompt sets; None: the one `config.source` names."""
-    out = Path(out)
-    check_output_path(out, folder=True)
-    config = config or RepairConfig()
-    source = source or source_for(config)  # a bad choice fails before the model is loaded
-    clock = StageClock(report)
-    with clock.stage("load"):
-        model, tokenizer = load_model(model_spec, device="cpu", trust_remote_code=trust_remote_code)
-        # Generation (scans, pairs, every arm) in `generation_dtype`; edits are built, probed
-        # and scored on the float32 model, whose columns the patch records.
-        dtype = config.generation_dtype
-        generator = (
-            model
-            if dtype == "float32"
-            else load_model(
-                model_spec, device="cpu", dtype=dtype, trust_remote_code=trust_remote_code
-            )[0]
+def price(
+    float32: HFBackend, inputs: SourceInputs, found: Found, searched: Searched
+) -> tuple[Priced, ...]:
+    """Step 4: what needs the float32 model before generation, for every candidate (the
+    screening compares their perplexities, and the pick is not known before it)."""
+    model, config = float32.model, inputs.config
+    ability = general_ability(model, float32.tokenizer, config)
+    priced = []
+    for candidate in searched.candidates:
+        provenance = {
+            "method": inputs.description.method,
+            "candidate": candidate.shape.to_json(),
+            "separations": [found.directions.separations[layer] for layer in candidate.layers],
+            "config": config.model_dump(mode="json"),
+        }
+        patch = build_patch(
+            model, candidate.requests, model_id=float32.source, provenance=provenance
         )
-    inputs = source.build(generator, tokenizer, model_spec, out, config, clock)
-    config, heldout, pad_id = inputs.config, inputs.heldout, inputs.pad_id
-    with clock.stage("probe+directions"):
-        directions, contributions = find_directions(model, inputs.train, config, pad_id)
-    with clock.stage("search"):
-        rep, prod = (
-            branch_batches(heldout, which, config.positions, config.batch_size, pad_id)
-            for which in ("repetitive", "productive")
-        )
-        normal = walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions)
-        # Built when first asked for: the first-order search's gradients (the largest peak of a
-        # real model's repair) then run before the scorer's base log-probs are held.
-        scorer = cache(lambda: Scorer(model, rep, prod, normal))
-        sites = [
-            EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites
-        ]
-        screened, search = _search(
-            model,
-            directions,
-            scorer,
-            lambda: LinearProxy.measure(model, rep, prod, directions.vectors, sites),
-            config,
-        )
-    report(f"search ({search.method}): {len(screened)} to screen, first {screened[0].label()}")
-    controls = [
-        random_directions(len(decoder_layers(model)), residual_width(model), seed)
-        for seed in range(config.control_seed, config.control_seed + config.control_seeds)
-    ]
-    prompts = ScanPrompts(
-        generator, tokenizer, inputs.scan, inputs.prompt_sets, config, out / "verification", report
-    )
-    verifier = Verifier(generator, prompts, config)
-    with clock.stage("screen"):
-        ability = general_ability(model, tokenizer, config)
-        best, screening = verifier.screen(screened, ability)
-        chosen, stop = screened[best], verifier.screening_failures(screening[best])
-    if stop and not config.verify_screened_out:
-        return _stopped(
-            model, model_spec, chosen, best, stop, screening, inputs, search, config, out, clock
-        )
+        perplexity = None if ability is None else ability.of(candidate.requests)
+        controls = tuple(norm_matched_control(model, candidate, r) for r in found.random)
+        priced.append(Priced(candidate, patch, perplexity, controls))
+    return tuple(priced)
+
+
+def screen(verifier: Verifier, priced: tuple[Priced, ...]) -> Screened:
+    """Step 5: every candidate on the screening prompts; the pick and its failures."""
+    ratios = [None if p.perplexity is None else p.perplexity["ratio"] for p in priced]
+    best, rows = verifier.screen([p.candidate for p in priced], ratios)
+    stop = tuple(verifier.screening_failures(rows[best]))
+    return Screened(tuple(rows), best, priced[best], stop)
+
+
+def check(verifier: Verifier, found: Found, screened: Screened, clock: StageClock) -> Checked:
+    """Step 6: the causal check of the pick at its own strength (whether removing u from what
+    its sites write, with hooks and no weight change, removes loops where the edit is kept),
+    then the pick and its controls at every temperature."""
+    pick = screened.pick
     with clock.stage("causal check"):
-        # On the screening's pick at its own strength: whether removing u from what those sites
-        # write, with hooks and no weight change, removes loops where the edit is kept.
-        causal = causal_check(
-            verifier,
-            generator,
-            chosen.kind,
-            chosen.layers,
-            chosen.alpha,
-            directions.vectors,
-            controls[0],
-            config,
-        )
-    report(f"causal check: {json.dumps(causal.to_json()['summary'])}")
+        causal = causal_check(verifier, pick.candidate, found.directions.vectors, found.random[0])
+    clock.report(f"causal check: {json.dumps(causal.to_json()['summary'])}")
     with clock.stage("verify"):
-        control_edits = [norm_matched_control(model, chosen, c) for c in controls]
-        verification = verifier.full(chosen, control_edits)
-    with clock.stage("perplexity"):
-        perplexity = None if ability is None else ability.of(chosen.requests)
-    with clock.stage("score"):  # the exact proxy and KL of the chosen edit and its control
-        candidate = _scored(model, chosen, scorer())
-        control = _scored(model, control_edits[0], scorer())
-        assert candidate.proxy is not None and control.proxy is not None
-        decision = judge(
-            verification,
-            causal,
-            candidate.proxy.kl,
-            build_patch(model, chosen.requests).touched_fraction,
-            perplexity,
-            config,
+        by_temperature = verifier.full(pick.candidate, pick.controls)
+    return Checked(causal, by_temperature)
+
+
+def score(
+    model: PreTrainedModel, inputs: SourceInputs, found: Found, screened: Screened, checked: Checked
+) -> Scored:
+    """Step 7: the exact proxy and KL of the pick and its first control, and the decision."""
+    pick, scorer = screened.pick, Scorer(model, *_proxy_batches(inputs))
+    candidate, control = (
+        ScoredEdit(
+            edit.shape,
+            scorer.score(build_patch(model, edit.requests)),
+            edit_norm(model, edit.requests),
         )
-    layers = {"layers": directions.to_dict(), "sites": [c.to_json() for c in contributions]}
-    verified = Verified(decision, control, control.proxy.kl, causal, layers)
+        for edit in (pick.candidate, pick.controls[0])
+    )
+    assert candidate.proxy is not None and control.proxy is not None
+    decision = judge(
+        checked.by_temperature,
+        checked.causal,
+        candidate.proxy.kl,
+        pick.patch.touched_fraction,
+        pick.perplexity,
+        inputs.config,
+    )
+    verified = Verified(decision, control, control.proxy.kl, checked.causal, found.to_json())
+    return Scored(candidate, verified)
+
+
+def write(
+    model_spec: str,
+    out: Path,
+    clock: StageClock,
+    inputs: SourceInputs,
+    searched: Searched,
+    screened: Screened,
+    scored: Scored | None,
+) -> RepairResult:
+    """Step 8: the patch with the verified numbers (OUT, or OUT/rejected_candidate when
+    rejected; none when `scored` is None, stopped at screening), then the result, as
+    verify.json and report.md."""
+    config, pick = inputs.config, screened.pick
+    patch = None
+    with clock.stage("write"):
+        if scored is not None:
+            decision = scored.verified.decision
+            numbers = decision.to_json()
+            folder = out if decision.accepted else out / "rejected_candidate"
+            metrics = {key: numbers[key] for key in PATCH_METRICS}
+            save_patch(replace(pick.patch, metrics=metrics), folder)
+            patch = folder / "patch.json"
+    rows = screened.rows
     result = RepairResult(
         model=model_spec,
-        verdict=verdict(chosen.label(), decision, config),
-        temperature=decision.temperature,
-        n=decision.primary.base.n,
-        touched_fraction=decision.touched_fraction,
-        candidate=candidate,
+        verdict=screening_verdict(list(rows), screened.best, list(screened.stop), config)
+        if scored is None
+        else verdict(pick.candidate.label(), scored.verified.decision, config),
+        temperature=config.temperature,
+        n=rows[0].compared.arm.n if scored is None else scored.verified.decision.primary.base.n,
+        touched_fraction=pick.patch.touched_fraction,
+        candidate=ScoredEdit(pick.candidate.shape) if scored is None else scored.candidate,
         source=inputs.description,
-        search=search,
-        screening=tuple(screening),
+        search=searched.record,
+        screening=rows,
         config=config.model_dump(mode="json"),
-        verified=verified,
-        patch=None,
+        verified=None if scored is None else scored.verified,
+        patch=patch,
         timing=Timing.of(clock),
         folder=out,
     )
-    with clock.stage("write"):
-        result = replace(result, patch=_write(model, model_spec, chosen, result, directions, out))
-    return _written(replace(result, timing=Timing.of(clock)))
-
-
-def _scored(model: PreTrainedModel, edit: Candidate, scorer: Scorer) -> ScoredEdit:
-    return ScoredEdit(
-        edit.shape, scorer.score(build_patch(model, edit.requests)), edit_norm(model, edit.requests)
-    )
-
-
-def _written(result: RepairResult) -> RepairResult:
     write_json_atomic(result.verify_json, result.to_json())
     write_text_atomic(result.report, render_report(result))
     return result
-
-
-def _stopped(
-    model: PreTrainedModel,
-    model_spec: str,
-    chosen: Candidate,
-    best: int,
-    reasons: list[str],
-    screening: list[ScreenRow],
-    inputs: SourceInputs,
-    search: SearchRecord,
-    config: RepairConfig,
-    out: Path,
-    clock: StageClock,
-) -> RepairResult:
-    """verify.json and report.md of a repair stopped at screening: the reasons, the screening
-    table, no verified arm and no patch."""
-    return _written(
-        RepairResult(
-            model=model_spec,
-            verdict=screening_verdict(screening, best, reasons, config),
-            temperature=config.temperature,
-            n=screening[0].compared.arm.n,
-            touched_fraction=build_patch(model, chosen.requests).touched_fraction,
-            candidate=ScoredEdit(chosen.shape),
-            source=inputs.description,
-            search=search,
-            screening=tuple(screening),
-            config=config.model_dump(mode="json"),
-            verified=None,
-            patch=None,
-            timing=Timing.of(clock),
-            folder=out,
-        )
-    )
-
-
-def _write(
-    model: PreTrainedModel,
-    model_spec: str,
-    chosen: Candidate,
-    result: RepairResult,
-    directions: LayerDirections,
-    out: Path,
-) -> Path:
-    """The patch (OUT, or OUT/rejected_candidate when rejected) with the numbers behind it."""
-    verified = result.to_json()
-    metrics = {
-        key: verified[key]
-        for key in (
-            "accepted",
-            "kl",
-            "rescues",
-            "regressions",
-            "touched_fraction",
-            "base",
-            "patched",
-            "random_control",
-        )
-    }
-    provenance = {
-        "method": result.source.method,
-        "candidate": chosen.shape.to_json(),
-        "separations": [directions.separations[layer] for layer in chosen.layers],
-        "config": result.config,
-    }
-    patch = build_patch(
-        model, chosen.requests, model_id=model_spec, metrics=metrics, provenance=provenance
-    )
-    folder = Path(out) if result.accepted else Path(out) / "rejected_candidate"
-    save_patch(patch, folder)
-    return folder / "patch.json"

@@ -16,7 +16,7 @@ from typing import Any
 from loopfix.repair.arms import ScreenRow, TemperatureResult
 from loopfix.repair.candidates import EditShape, SearchRecord
 from loopfix.repair.causal import CausalResult
-from loopfix.repair.decide import AnswersAt, Decision
+from loopfix.repair.decide import Decision
 from loopfix.repair.scoring import ProxyScore
 from loopfix.repair.sources.description import Branches, branches_from_json
 from loopfix.stages import StageClock
@@ -112,11 +112,6 @@ class RepairResult:
         return self.verified is not None and self.verified.decision.accepted
 
     @property
-    def stopped_at(self) -> str | None:
-        """ "screen": stopped before verification."""
-        return "screen" if self.verified is None else None
-
-    @property
     def decision(self) -> Decision | None:
         return None if self.verified is None else self.verified.decision
 
@@ -126,10 +121,6 @@ class RepairResult:
         return {} if self.decision is None else self.decision.checks
 
     @property
-    def routes_passed(self) -> tuple[str, ...]:
-        return () if self.decision is None else self.decision.routes_passed
-
-    @property
     def kl(self) -> float | None:
         """nats/token on normal text (None: stopped before scoring)."""
         return None if self.decision is None else self.decision.kl
@@ -137,10 +128,6 @@ class RepairResult:
     @property
     def by_temperature(self) -> dict[str, TemperatureResult]:
         return {} if self.decision is None else self.decision.by_temperature
-
-    @property
-    def answers(self) -> dict[str, AnswersAt]:
-        return {} if self.decision is None else self.decision.answers
 
     @property
     def loop_rate(self) -> dict[str, float | None]:

@@ -3,9 +3,10 @@ fresh graphs are the `stargraph` suite).
 
 Each held-out prompt set is written as a JSON-lines suite (`OUT/verification/verify.jsonl`,
 `causal.jsonl`) and every arm (base, a candidate, its control, an activation-level ablation)
-is a scan of it with the in-memory model under the arm's patch or hooks, into its own folder
-under `OUT/verification/` (kept, so `loopfix scan --compare` can re-pair any two arms). A
-patched arm's scan.json names the patch (`patch_id`) beside the base model's files. Every
+is a scan of it on the repair's generator (the model `open_backend` opened) under the arm's
+patch or hooks, into its own folder under `OUT/verification/` (kept, so `loopfix scan --compare`
+can re-pair any two arms). A patched arm's scan.json names the patch beside the base model's
+files, by an id read from the weights while they run (`patch_id`). Every
 arm uses the records' decode settings and cap and the same seed, so a prompt's sample in one arm
 pairs with its sample in another under the same sampler seed.
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopfix.backends.hf import HFBackend
+from loopfix.patch.hashing import tensor_sha256
 from loopfix.progress import line_progress
 from loopfix.records import Sample, read_samples
 from loopfix.repair.arms import ArmResult, BasePairing
@@ -37,17 +38,21 @@ from loopfix.scan.summary import is_loop, setting_summary
 from loopfix.suites import SuiteItem
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
-    from loopfix.patch import Patch
+    from loopfix.backends.hf import HFBackend
+    from loopfix.patch import PatchHandle
 
 __all__ = ["ScanOutcomes", "ScanPrompts", "patch_id"]
 
 
-def patch_id(patch: Patch) -> str:
-    """SHA-256 over every touched tensor's name and its hashes before and after the edit: with
-    the base model's files, it names the patched weights exactly."""
-    edits = [[edit.name, edit.sha256_before, edit.sha256_after] for edit in patch.edits]
+def patch_id(applied: PatchHandle) -> str:
+    """SHA-256 over every touched tensor's name, its hash before the edit and its hash as the
+    model holds it now: with the base model's files, it names the weights that run, read from
+    them rather than from what the patch claims."""
+    assert applied.active, "a reverted patch no longer describes the weights"
+    edits = [
+        [edit.name, edit.sha256_before, tensor_sha256(applied.model.get_parameter(edit.name))]
+        for edit in applied.patch.edits
+    ]
     return hashlib.sha256(json.dumps(edits).encode("utf-8")).hexdigest()
 
 
@@ -74,15 +79,14 @@ class ScanPrompts:
 
     def __init__(
         self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        backend: HFBackend,
         scan: ScanConfig,
         prompt_sets: dict[str, list[SuiteItem]],
         config: RepairConfig,
         folder: Path,
         report: Callable[[str], None] | None = None,
     ) -> None:
-        self.model, self.tokenizer, self.scan, self.config = model, tokenizer, scan, config
+        self.backend, self.scan, self.config = backend, scan, config
         self.report = report
         # Rewritten by every run: a stale arm folder would be resumed as if it were this one.
         shutil.rmtree(folder, ignore_errors=True)
@@ -95,7 +99,7 @@ class ScanPrompts:
             )
 
     def generate(
-        self, prompts: str, temperature: float, label: str, patch: Patch | None = None
+        self, prompts: str, temperature: float, label: str, applied: PatchHandle | None = None
     ) -> ScanOutcomes:
         self.runs += 1
         out = self.folder / f"{self.runs:02d}-{_slug(label)}-{prompts}-T{temperature:g}"
@@ -114,14 +118,14 @@ class ScanPrompts:
             }
         )
         progress = None if self.report is None else line_progress(out.name, self.report)
-        backend = HFBackend(
-            self.model,
-            self.tokenizer,
-            scan.batch_size,
-            source=scan.model,
-            patch=None if patch is None else patch_id(patch),
-        )
-        run_scan(scan, backend, progress)
+        if applied is not None and applied.model is not self.backend.model:
+            raise ValueError(f"{label}: the patch is applied to another model than the one run")
+        # The backend's identity names the patch only while it is applied (scan.json "patch").
+        self.backend.patch = None if applied is None else patch_id(applied)
+        try:
+            run_scan(scan, self.backend, progress)
+        finally:
+            self.backend.patch = None
         return ScanOutcomes(temperature, tuple(read_samples(out / "records.jsonl")), out)
 
     @staticmethod

@@ -22,7 +22,7 @@ from loopfix.repair.replay import PrefixCache, readout_logprobs
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["ProxyScore", "Scorer", "mean_kl", "text_kl"]
+__all__ = ["ProxyScore", "Scorer", "mean_kl"]
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,3 @@ def mean_kl(base: Sequence[torch.Tensor], new: Sequence[torch.Tensor]) -> float:
     """KL(base || new) per read-out state, from per-batch [states, vocab] log-probs."""
     total = sum(float((b.exp() * (b - n)).sum()) for b, n in zip(base, new, strict=True))
     return total / sum(len(b) for b in base)
-
-
-def text_kl(model: PreTrainedModel, batches: Sequence[ProbeBatch], patch: Patch) -> float:
-    """KL(base || edited) per token on normal text, full forward passes (no caches)."""
-    base = readout_logprobs(model, batches)
-    with patched(model, patch):
-        return mean_kl(base, readout_logprobs(model, batches))

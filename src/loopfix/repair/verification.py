@@ -1,65 +1,37 @@
 """The generation side of a repair: base, candidates and control on held-out prompts.
 
-Where the prompts come from and how outcomes are compared is a `PromptSets`: held-out suite
-prompts (the testbed's fresh graphs, or a suite's) run through `loopfix.scan`
-(`scan_verify.ScanPrompts`). Both name two sets: "verify" (the final numbers) and "causal" (the
-activation-level check and the screening of candidates).
+The prompts are two held-out suite prompt sets (the testbed's fresh graphs, or a suite's) run
+through `loopfix.scan` (`scan_verify.ScanPrompts`): "verify" (the final numbers) and "causal"
+(the activation-level check and the screening of candidates).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any
 
-from loopfix.patch import build_patch, patched
-from loopfix.repair.arms import ArmResult, BasePairing, ComparedArm, ScreenRow, TemperatureResult
+from loopfix.patch import apply_patch, build_patch
+from loopfix.repair.arms import ComparedArm, ScreenRow, TemperatureResult
 from loopfix.repair.candidates import Candidate
 from loopfix.repair.config import RepairConfig
-from loopfix.repair.perplexity import GeneralAbility
+from loopfix.repair.scan_verify import ScanOutcomes, ScanPrompts
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
-    from loopfix.patch import Patch
-
-__all__ = ["PromptSets", "Verifier", "temperature_key"]
-
-
-class Summarised(Protocol):
-    def summary(self) -> ArmResult: ...
-
-
-OutcomesT = TypeVar("OutcomesT", bound=Summarised)
-
-
-class PromptSets(Protocol[OutcomesT]):
-    def generate(
-        self, prompts: str, temperature: float, label: str, patch: Patch | None = None
-    ) -> OutcomesT:
-        """Generate on the prompt set `prompts` with the model as it is now; `label` names the
-        arm (for sources that keep their generations), `patch` the patch applied to it."""
-        ...
-
-    def compare(self, base: OutcomesT, other: OutcomesT) -> BasePairing:
-        """Paired with the base: rescues, regressions, loops removed/added with their McNemar
-        p-values, and where the base's loops went."""
-        ...
+__all__ = ["Verifier", "temperature_key"]
 
 
 def temperature_key(temperature: float) -> str:
     return f"{temperature:.1f}"
 
 
-class Verifier(Generic[OutcomesT]):
-    """Generates on a source's prompt sets; base outcomes are generated once and reused."""
+class Verifier:
+    """Generates on the prompt sets with their backend's model, patched or hooked per arm;
+    base outcomes are generated once and reused."""
 
-    def __init__(
-        self, model: PreTrainedModel, source: PromptSets[OutcomesT], config: RepairConfig
-    ) -> None:
-        self.model, self.source, self.config = model, source, config
-        self._base: dict[tuple[str, float], OutcomesT] = {}
-        self._edited: dict[tuple[str, str, float, float, float], OutcomesT] = {}
+    def __init__(self, source: ScanPrompts, config: RepairConfig) -> None:
+        self.model, self.source, self.config = source.backend.model, source, config
+        self._base: dict[tuple[str, float], ScanOutcomes] = {}
+        self._edited: dict[tuple[str, str, float, float, float], ScanOutcomes] = {}
 
     def run(
         self,
@@ -67,23 +39,22 @@ class Verifier(Generic[OutcomesT]):
         temperature: float,
         context: AbstractContextManager[Any] | None = None,
         label: str = "base",
-        patch: Patch | None = None,
-    ) -> OutcomesT:
+    ) -> ScanOutcomes:
         with context or nullcontext():
-            return self.source.generate(prompts, temperature, label, patch)
+            return self.source.generate(prompts, temperature, label)
 
-    def compare(self, base: OutcomesT, other: OutcomesT) -> ComparedArm:
+    def compare(self, base: ScanOutcomes, other: ScanOutcomes) -> ComparedArm:
         """`other`'s numbers and its pairing with `base`."""
         return ComparedArm(other.summary(), self.source.compare(base, other))
 
-    def base(self, prompts: str, temperature: float) -> OutcomesT:
+    def base(self, prompts: str, temperature: float) -> ScanOutcomes:
         if (prompts, temperature) not in self._base:
             self._base[prompts, temperature] = self.run(prompts, temperature)
         return self._base[prompts, temperature]
 
     def edited(
         self, candidate: Candidate, temperature: float, prompts: str = "verify"
-    ) -> OutcomesT:
+    ) -> ScanOutcomes:
         """Outcomes with the candidate applied."""
         # Control and candidate share sites, k (and maybe alpha): the directions tell them apart.
         key = (
@@ -94,23 +65,23 @@ class Verifier(Generic[OutcomesT]):
             temperature,
         )
         if key not in self._edited:
-            patch = build_patch(self.model, candidate.requests)
-            self._edited[key] = self.run(
-                prompts, temperature, patched(self.model, patch), candidate.label(), patch
-            )
+            # The arm is told of the patch by its handle, so what it records is what runs.
+            with apply_patch(self.model, build_patch(self.model, candidate.requests)) as applied:
+                self._edited[key] = self.source.generate(
+                    prompts, temperature, candidate.label(), applied
+                )
         return self._edited[key]
 
-    def screen_row(self, candidate: Candidate, ability: GeneralAbility | None = None) -> ScreenRow:
+    def screen_row(self, candidate: Candidate, ratio: float | None) -> ScreenRow:
         """One candidate on the screening prompts at the primary temperature, paired with the
-        base there, and its perplexity ratio on the plain text (None without `ability`)."""
+        base there, with `ratio`, its perplexity ratio on the plain text (None: not measured)."""
         temperature = self.config.temperature
         base = self.base("causal", temperature)
         outcomes = self.edited(candidate, temperature, "causal")
-        ratio = None if ability is None else ability.of(candidate.requests)["ratio"]
         return ScreenRow(candidate.shape, self.compare(base, outcomes), ratio)
 
     def screen(
-        self, candidates: Sequence[Candidate], ability: GeneralAbility | None = None
+        self, candidates: Sequence[Candidate], ratios: Sequence[float | None]
     ) -> tuple[int, list[ScreenRow]]:
         """The index of the candidate that removes most loops net at the primary temperature
         among those within the perplexity budget and not losing success significantly (more
@@ -128,7 +99,7 @@ class Verifier(Generic[OutcomesT]):
         perplexity (+2.88%) while a weaker candidate stayed within it (docs/history.md).
         Screened on the causal-check prompts, so the final verification prompts are not the ones
         a candidate was picked on (no winner's curse in the reported numbers)."""
-        rows = [self.screen_row(candidate, ability) for candidate in candidates]
+        rows = [self.screen_row(c, ratio) for c, ratio in zip(candidates, ratios, strict=True)]
 
         def key(row: ScreenRow) -> tuple[bool, bool, int]:
             return (

@@ -21,7 +21,7 @@ from loopfix.stages import StageClock
 from loopfix.suites import SuiteItem
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from loopfix.backends.hf import HFBackend
 
 __all__ = ["BranchPair", "NormalText", "RepairSource", "SourceInputs", "decision_offsets"]
 
@@ -79,13 +79,13 @@ class RepairSource(Protocol):
 
     def build(
         self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        generator: HFBackend,
         model_spec: str,
         out: Path,
         config: RepairConfig,
         clock: StageClock,
     ) -> SourceInputs:
-        """Everything the repair searches and verifies on; raises `RepairInputError` (one line)
+        """Everything the repair searches and verifies on, generated (where a source generates)
+        by `generator`, the model in its generation dtype; raises `RepairInputError` (one line)
         when the model or its records cannot give it."""
         ...

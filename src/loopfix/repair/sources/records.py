@@ -28,6 +28,8 @@ from loopfix.suites import BUILTIN_SUITES, SuiteItem, load_suite
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from loopfix.backends.hf import HFBackend
+
 __all__ = [
     "RecordsSource",
     "normal_texts",
@@ -147,20 +149,20 @@ class RecordsSource(ABC):
 
     def build(
         self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        generator: HFBackend,
         model_spec: str,
         out: Path,
         config: RepairConfig,
         clock: StageClock,
     ) -> SourceInputs:
+        model, tokenizer = generator.model, generator.tokenizer
         assert config.suite is not None or config.records is not None  # `source_for` checks
         # The testbed's "decision" states (arm choices after `back root`) do not exist in text.
         config = config.model_copy(update={"positions": "mode"})
         path = config.records
         if path is None:
             with clock.stage("scan"):
-                path = own_scan(model, tokenizer, model_spec, out, config, clock.report)
+                path = own_scan(generator, model_spec, out, config, clock.report)
         with clock.stage("branches"):
             records = read_records(path, config.suite, model_spec, tokenizer, config.extra_records)
             if not any(is_loop(sample) for sample in records.samples):

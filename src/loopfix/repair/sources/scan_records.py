@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopfix.backends.hf import HFBackend
 from loopfix.errors import one_line
 from loopfix.models import ModelLoadError, resolve_model_path
 from loopfix.progress import line_progress
@@ -25,7 +24,9 @@ from loopfix.suites import SuiteItem, load_suite
 from loopfix.suites.render import prompt_ids
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedTokenizerBase
+
+    from loopfix.backends.hf import HFBackend
 
 __all__ = ["ScanRecords", "own_scan", "read_records"]
 
@@ -40,15 +41,14 @@ class ScanRecords:
 
 
 def own_scan(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
+    generator: HFBackend,
     model_spec: str,
     out: Path,
     config: RepairConfig,
     report: Callable[[str], None],
 ) -> Path:
-    """Scan the suite at every verification temperature (greedy loops count too) into
-    OUT/scan; a rerun with the same settings resumes it. Returns its records.jsonl."""
+    """Scan the suite on `generator` at every verification temperature (greedy loops count
+    too) into OUT/scan; a rerun with the same settings resumes it. Returns its records.jsonl."""
     assert config.suite is not None
     scan = ScanConfig(
         model=model_spec,
@@ -59,8 +59,7 @@ def own_scan(
         batch_size=config.gen_batch_size,
         out=out / "scan",
     )
-    backend = HFBackend(model, tokenizer, batch_size=config.gen_batch_size)
-    run_scan(scan, backend, line_progress("scan", report))
+    run_scan(scan, generator, line_progress("scan", report))
     return scan.out / "records.jsonl"
 
 

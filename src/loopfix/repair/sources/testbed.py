@@ -26,7 +26,7 @@ from loopfix.scan.testbed import testbed_config, testbed_suite
 from loopfix.stages import StageClock
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from loopfix.backends.hf import HFBackend
 
 __all__ = ["TestbedSource", "make_pairs", "normal_walks"]
 
@@ -99,14 +99,14 @@ class TestbedSource:
 
     def build(
         self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        generator: HFBackend,
         model_spec: str,
         out: Path,
         config: RepairConfig,
         clock: StageClock,
     ) -> SourceInputs:
-        if "back" not in tokenizer.get_vocab():
+        model = generator.model
+        if "back" not in generator.tokenizer.get_vocab():
             raise RepairInputError(
                 f"{model_spec} is not a star-graph testbed, so there is no teacher to build "
                 "branches from: pass --suite SUITE (and optionally --records "
