@@ -114,8 +114,9 @@ def rss_bytes(pid: int) -> int:
 def exchange_cpu(events: int = 20_000) -> float:
     """Process CPU seconds per event the exchange spends under observe (JSON parsing, watching,
     metrics) with no HTTP around it: random words from 2,000, one per event, no loop."""
+    from loopfix.serve.choice import Policy
     from loopfix.serve.config import ServeConfig
-    from loopfix.serve.exchange import Exchange, Policy
+    from loopfix.serve.exchange import Exchange
     from loopfix.serve.metrics import ServeMetrics
 
     rng = random.Random(0)

@@ -8,7 +8,8 @@ no /tokenize):
 - `table`: a markdown table with 40 distinct rows; `list`: a numbered list of 100 distinct items;
 - `think-loop`: `reasoning_content` that loops, then an answer (reached only if nobody stops it);
 - `repetition`: a short text ended with vLLM's finish_reason "repetition";
-- `slow`: headers only after 3 s; `broken`: an event that is not JSON.
+- `slow`: headers only after 3 s (none, and `disconnected` set, once the proxy closes the
+  connection first); `broken`: an event that is not JSON.
 A request that continues an answer (`continue_final_message`, or a prompt holding an answer's
 text) gets `CONTINUATION`. `max_tokens` cuts an answer to that many chunks (finish "length").
 POST /tokenize returns one id per whitespace-led word.
@@ -16,8 +17,9 @@ POST /tokenize returns one id per whitespace-led word.
 Faults (the hostile sweep of issue 37), by model or by a field of the body:
 - `gzip-junk`: a body declared gzip that is not; `busy`: 429 with Retry-After;
   `moved`: 302 with a Location; a `-junktok` model's /tokenize answers junk;
-- `raw_events` (a list of strings): those `data:` lines instead of the script, then `[DONE]`
-  unless `no_done` is true;
+- `raw_events` (a list of strings): those `data:` lines instead of the script, then, after
+  `stall_s` seconds of silence, `[DONE]` unless `no_done` is true; `cut_off: true` declares a
+  Content-Length the stream never reaches (its connection drops mid-body);
 - `json_answer: true`: the script as one JSON completion, ignoring `stream: true`;
 - `ScriptedUpstream.models_reply`: the raw body GET /v1/models answers (None: a model list).
 """
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -232,12 +236,17 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             body = record.body
             model = str(body.get("model"))
             if model == "slow":
-                time.sleep(3)
+                ready, _, _ = select.select([self.connection], [], [], 3)
+                if ready and not self.connection.recv(1, socket.MSG_PEEK):
+                    record.disconnected = True  # the proxy closed the connection (EOF)
+                    return
             chat = self.path.endswith("/chat/completions")
             if self._fault(model, body, chat):
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            if body.get("cut_off"):
+                self.send_header("Content-Length", str(1 << 20))
             self.end_headers()
             if model == "broken":
                 self.wfile.write(b"data: {not json\n\n")
@@ -245,6 +254,7 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
             if isinstance(body.get("raw_events"), list):
                 for data in body["raw_events"]:
                     self.wfile.write(f"data: {data}\n\n".encode())
+                time.sleep(float(body.get("stall_s", 0)))
                 if not body.get("no_done"):
                     self.wfile.write(b"data: [DONE]\n\n")
                 return

@@ -6,6 +6,8 @@ that status, and no text is silently dropped."""
 import base64
 import json
 import logging
+import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ import httpx
 import pytest
 
 from loopfix.serve import ServeConfig
+from loopfix.serve.protocol import MAX_CHOICES, MAX_TOOL_CALLS
 
 from .proxy import (
     assert_openai_error,
@@ -54,12 +57,25 @@ def assert_counts(proxy: str, status: int, request: Any, expected: int = 1) -> N
     assert requests_counted(proxy, status) == before + expected
 
 
+def tool_call(call: dict[str, Any]) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+
+
 MALFORMED_EVENTS = {
     "choice not an object": '{"choices": ["x"]}',
     "index not an integer": '{"choices": [{"index": "a", "delta": {"content": "hi"}}]}',
     "choices an object": '{"choices": {}}',
     "delta a string": '{"choices": [{"index": 0, "delta": "str"}]}',
     "content a number": '{"choices": [{"index": 0, "delta": {"content": 5}}]}',
+    # Issue 56: each of these made a non-streamed answer allocate without bound, or a 500.
+    "tool call index past the bound": tool_call({"index": MAX_TOOL_CALLS}),
+    "tool call index of 20 GB": tool_call({"index": 99_999_999}),
+    "tool call without index": tool_call({"function": {"name": "f"}}),
+    "tool call function a string": tool_call({"index": 0, "function": "f"}),
+    "tool call name a number": tool_call({"index": 0, "function": {"name": 5}}),
+    "choice the request did not ask for": '{"choices": [{"index": 1, "delta": {"content": "hi"}}]}',
+    "choice index huge": '{"choices": [{"index": 1000000000000, "delta": {}}]}',
+    "logprobs a string": '{"choices": [{"index": 0, "delta": {}, "logprobs": "x"}]}',
 }
 
 
@@ -71,6 +87,19 @@ def test_a_malformed_event_is_a_502_never_a_crash_or_lost_text(proxy: str, event
     assert_counts(proxy, 502, lambda: stream_error(proxy, body))
     stopping = {**body, "loopfix": {"action": "stop"}}
     assert "malformed event" in stream_error(proxy, stopping)["message"]
+
+
+@pytest.mark.parametrize(
+    "number", ["1" * 5000, "1e999", "NaN"], ids=["5000 digits", "1e999", "NaN"]
+)
+def test_a_number_python_cannot_hold_is_a_502_or_a_400(proxy: str, number: str) -> None:
+    """A 5,000-digit integer (over Python's 4,300-digit limit) was a 500; an infinite float
+    would go on as `Infinity`, which is no JSON."""
+    event = '{"choices": [], "usage": {"prompt_tokens": NUMBER}}'.replace("NUMBER", number)
+    reply = httpx.post(proxy + CHAT, json=chat(raw_events=[event]))
+    assert "not JSON" in assert_openai_error(reply, 502)
+    raw = json.dumps(chat()).replace('"model"', f'"max_tokens": {number}, "model"')
+    assert "not JSON" in assert_openai_error(httpx.post(proxy + CHAT, content=raw), 400)
 
 
 def test_junk_bodies_from_the_upstream_are_502s(proxy: str, upstream: ScriptedUpstream) -> None:
@@ -142,6 +171,7 @@ BAD_CLIENT_BODIES = {
     "n true": (json.dumps(chat(n=True)), "n: must be a positive integer"),
     "deep nesting": ("[" * 5_000 + "]" * 5_000, "nested too deeply"),
     "loopfix a list": (json.dumps(chat(loopfix=[1])), "loopfix"),
+    "n over the bound": (json.dumps(chat(n=MAX_CHOICES + 1)), f"at most {MAX_CHOICES} choices"),
 }
 
 
@@ -184,6 +214,56 @@ def test_a_client_hanging_up_cancels_the_upstream_within_a_second(stream: bool) 
         assert record.finished.wait(1.5) and record.disconnected, record.chunks
         assert record.chunks < 200
         assert requests_counted(url, 499) == 1
+
+
+def test_prompts_over_the_choice_bound_are_a_400(proxy: str) -> None:
+    prompts = {"model": "clean", "prompt": ["a"] * (MAX_CHOICES + 1)}
+    reply = httpx.post(proxy + "/v1/completions", json=prompts)
+    assert f"at most {MAX_CHOICES} choices" in assert_openai_error(reply, 400)
+
+
+def counted_soon(url: str, status: int) -> float:
+    """The answers counted with `status`, once the proxy counted its answer in flight."""
+    deadline = time.monotonic() + 2
+    while requests_counted(url, status) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return requests_counted(url, status)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_raw_socket_hanging_up_before_the_upstream_answers_closes_it(stream: bool) -> None:
+    """Issue 56: a client that closes its socket while the upstream has not sent its headers
+    yet (a busy server; `slow` sends them after 3 s). The proxy waited for them, then counted
+    the non-streamed answer it built for nobody as a 200."""
+    with ScriptedUpstream() as upstream, running_proxy(ServeConfig(upstream=upstream.url)) as url:
+        data = json.dumps(chat("slow", stream=stream)).encode()
+        head = f"POST {CHAT} HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\n"
+        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as client:
+            client.sendall(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            time.sleep(1)
+        record = upstream.last()
+        assert record.finished.wait(1.5) and record.disconnected  # closed, not answered
+        assert counted_soon(url, 499) == 1 and requests_counted(url, 200) == 0
+
+
+STARTED = json.dumps({"choices": [{"index": 0, "delta": {"content": "Half an answer"}}]})
+
+
+@pytest.mark.parametrize(
+    ("fault", "status"), [({"stall_s": 1.5}, 504), ({"cut_off": True, "no_done": True}, 502)]
+)
+def test_a_stalled_or_dropped_upstream_gets_the_held_words_out_first(
+    upstream: ScriptedUpstream, fault: dict[str, Any], status: int
+) -> None:
+    """Issue 56: under stop the words held back were lost when the upstream stalled past the
+    read timeout or dropped its connection; the client got the error event only."""
+    body = chat(raw_events=[STARTED], loopfix={"action": "stop"}, **fault)
+    with running_proxy(ServeConfig(upstream=upstream.url, read_timeout_s=0.5)) as url:
+        events = stream_events(url + CHAT, body)
+        assert texts(events[:-1]) == "Half an answer"
+        assert events[-1]["error"]["message"].startswith("upstream")
+        assert requests_counted(url, status) == 1
+        assert_openai_error(httpx.post(url + CHAT, json=body), status)  # no text: an error
 
 
 def test_no_secret_from_the_upstream_url_or_a_query_string_is_logged(

@@ -18,40 +18,45 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager, suppress
-from typing import cast
+from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import ValidationError
-from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopfix.serve.assemble import assemble
+from loopfix.serve.choice import Policy
 from loopfix.serve.config import RequestOptions, ServeConfig
-from loopfix.serve.exchange import CHAT_PATH, Exchange, Policy
+from loopfix.serve.exchange import Exchange
 from loopfix.serve.metrics import ServeMetrics
-from loopfix.serve.protocol import RequestBody, StreamChunk, error_body
-from loopfix.serve.upstream import Upstream, UpstreamError
+from loopfix.serve.protocol import (
+    CHAT_PATH,
+    MAX_CHOICES,
+    RequestBody,
+    StreamChunk,
+    choice_count,
+    error_body,
+)
+from loopfix.serve.upstream import Upstream, UpstreamError, parse_json
 
 log = logging.getLogger("loopfix.serve")
 COMPLETIONS_PATH = "/v1/completions"
 MODELS_PATH = "/v1/models"
+T = TypeVar("T")
 CLIENT_GONE = 499  # nginx's "client closed request": counted, never sent
-
-
+COUNTED_ROUTES = {("POST", CHAT_PATH), ("POST", COMPLETIONS_PATH), ("GET", MODELS_PATH)}
 PROXY_FAILED = "the proxy failed on this request"
 
 
 def error_response(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
     return JSONResponse(error_body(message, kind, code), status_code=status)
-
-
-def _upstream_error_response(error: UpstreamError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
 def _secret(variable: str | None, flag: str) -> str | None:
@@ -107,6 +112,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app = FastAPI(
         title="loopfix serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
+    app.add_middleware(_Outcomes, metrics=metrics, action=config.action)
     app.add_middleware(_DropQueryString)
     app.state.metrics = metrics
     app.state.config = config
@@ -132,43 +138,32 @@ def create_app(config: ServeConfig) -> FastAPI:
             return None
         return error_response(401, "missing or wrong API key", "authentication_error")
 
-    def counted(path: str, action: str, response: Response) -> Response:
-        metrics.requests.labels(path, action, str(response.status_code)).inc()
-        return response
-
     @app.get(MODELS_PATH)
     async def models(request: Request) -> Response:
-        denied = unauthorized(request)
-        if denied is not None:
-            return counted(MODELS_PATH, config.action, denied)
         try:
-            answer: Response = JSONResponse(await upstream.models())
+            return unauthorized(request) or JSONResponse(await upstream.models())
         except UpstreamError as error:
-            answer = _upstream_error_response(error)
-        return counted(MODELS_PATH, config.action, answer)
+            return _upstream_failed(request.state.outcome, error)
 
     async def proxy(request: Request, path: str) -> Response:
+        outcome: Outcome = request.state.outcome
         denied = unauthorized(request)
         if denied is not None:
-            return counted(path, config.action, denied)
+            return denied
         raw = await _read_body(request, config.max_body_bytes)
         if raw is None:
             message = f"the request body is larger than {config.max_body_bytes} bytes"
-            too_large = error_response(413, message, "invalid_request_error", "request_too_large")
-            return counted(path, config.action, too_large)
+            return error_response(413, message, "invalid_request_error", "request_too_large")
         try:
-            body, policy = _parse(raw, config)
+            body, policy = _parse(raw, config, path)
         except ValueError as error:
-            bad = error_response(400, str(error), "invalid_request_error")
-            return counted(path, config.action, bad)
-        exchange = Exchange(path, body, policy, config, upstream, metrics)
+            return error_response(400, str(error), "invalid_request_error")
+        outcome.action = policy.action
+        outcome.exchange = Exchange(path, body, policy, config, upstream, metrics)
         try:
-            return await _answer(request, exchange)
-        except Exception:  # a bug of the proxy still gets an OpenAI error, and is counted
-            log.exception("%s action=%s failed", path, policy.action)
-            await exchange.close()
-            failed = error_response(500, PROXY_FAILED, "server_error")
-            return counted(path, policy.action, failed)
+            return await _answer(request, outcome)
+        except UpstreamError as error:
+            return _upstream_failed(outcome, error)
 
     @app.post(CHAT_PATH)
     async def chat_completions(request: Request) -> Response:
@@ -179,6 +174,82 @@ def create_app(config: ServeConfig) -> FastAPI:
         return await proxy(request, COMPLETIONS_PATH)
 
     return app
+
+
+@dataclass
+class Outcome:
+    """How one answer of a counted route ended: its handler fills it in, `_Outcomes` counts it."""
+
+    action: str
+    status: int | None = None  # None: the status its response started with
+    exchange: Exchange | None = None
+    error: str | None = None  # an upstream error's message, logged
+
+
+class _Outcomes:
+    """ASGI middleware, the one place where an answer of the proxied routes is counted in
+    `loopfix_requests_total` (and logged, and its upstream request closed), once it is over:
+    a stream only when it ended. The status is the one the answer carried: a stream's error
+    event's, 499 for a client gone first (ClientDisconnect), 500 for a bug of the proxy (which
+    gets an OpenAI error here if nothing was sent yet)."""
+
+    def __init__(self, app: ASGIApp, metrics: ServeMetrics, action: str):
+        self.app, self.metrics, self.action = app, metrics, action
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or (scope["method"], scope["path"]) not in COUNTED_ROUTES:
+            await self.app(scope, receive, send)
+            return
+        outcome = scope.setdefault("state", {})["outcome"] = Outcome(self.action)
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and outcome.status is None:
+                outcome.status = message["status"]
+            await send(message)
+
+        self.metrics.active_streams.inc()
+        try:
+            await self.app(scope, receive, sending)
+        except ClientDisconnect:
+            outcome.status = CLIENT_GONE  # nothing is sent: nobody would read it
+        except Exception:
+            log.exception("%s action=%s failed", scope["path"], outcome.action)
+            if outcome.status is None:
+                await error_response(500, PROXY_FAILED, "server_error")(scope, receive, sending)
+            outcome.status = 500
+        finally:
+            self.metrics.active_streams.dec()
+            if outcome.exchange is not None:
+                await outcome.exchange.close()
+            self.metrics.requests.labels(scope["path"], outcome.action, str(outcome.status)).inc()
+            _log(scope["path"], outcome)
+
+
+def _log(path: str, outcome: Outcome) -> None:
+    if outcome.error is not None:
+        log.warning(
+            "%s action=%s upstream error %s: %s",
+            path,
+            outcome.action,
+            outcome.status,
+            outcome.error,
+        )
+    elif outcome.exchange is not None:
+        choices = outcome.exchange.choices.values()
+        stopped = sum(1 for choice in choices if choice.finish_reason == "repetition")
+        log.info(
+            "%s action=%s status=%s choices=%d stopped=%d",
+            path,
+            outcome.action,
+            outcome.status,
+            len(choices),
+            stopped,
+        )
+
+
+def _upstream_failed(outcome: Outcome, error: UpstreamError) -> JSONResponse:
+    outcome.error = error.message
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -195,11 +266,11 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(pieces)
 
 
-def _parse(raw: bytes, config: ServeConfig) -> tuple[RequestBody, Policy]:
+def _parse(raw: bytes, config: ServeConfig, path: str) -> tuple[RequestBody, Policy]:
     """The body without its `loopfix` field, and the policy it asks for; ValueError if bad."""
     try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        body = parse_json(raw)
+    except ValueError as error:
         raise ValueError(f"the request body is not JSON: {error}") from None
     except RecursionError:
         raise ValueError("the request body is nested too deeply") from None
@@ -209,6 +280,9 @@ def _parse(raw: bytes, config: ServeConfig) -> tuple[RequestBody, Policy]:
     # The proxy counts choices by `n`; the upstream checks every other field itself.
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n: must be a positive integer, got {json.dumps(n)[:40]}")
+    choices = choice_count(cast(RequestBody, body), path == CHAT_PATH)
+    if choices > MAX_CHOICES:
+        raise ValueError(f"n: at most {MAX_CHOICES} choices (n x prompts), got {choices}")
     try:
         options = RequestOptions.model_validate(body.pop("loopfix", None) or {})
     except ValidationError as error:
@@ -219,58 +293,40 @@ def _parse(raw: bytes, config: ServeConfig) -> tuple[RequestBody, Policy]:
     return cast(RequestBody, body), _policy(config, options)
 
 
-async def _answer(request: Request, exchange: Exchange) -> Response:
+async def _answer(request: Request, outcome: Outcome) -> Response:
     """Open the upstream request and answer: a stream of events, or one assembled JSON."""
-    path, metrics = exchange.path, exchange.metrics
-    streaming = bool(exchange.body.get("stream"))
-    if not streaming:  # the assembled response reports usage like a non-streamed one
-        exchange.body["stream_options"] = {"include_usage": True}
-    try:
-        await exchange.open()
-    except UpstreamError as error:
-        return _failed(exchange, error)
-    if streaming:
-        # The background close covers a client gone before the body started.
-        return StreamingResponse(
-            _events(exchange),
-            media_type="text/event-stream",
-            background=BackgroundTask(exchange.close),
-        )
-    metrics.active_streams.inc()
-    try:
-        chunks = await _collect(request, exchange)
-    except UpstreamError as error:
-        return _failed(exchange, error)
-    finally:
-        metrics.active_streams.dec()
-    status = 200 if chunks is not None else CLIENT_GONE
-    _log_done(exchange, str(status))
-    metrics.requests.labels(path, exchange.policy.action, str(status)).inc()
-    if chunks is None:
-        return Response(status_code=status)  # nobody reads it
-    return JSONResponse(assemble(chunks, exchange.chat))
+    exchange = outcome.exchange
+    assert exchange is not None
+    if exchange.body.get("stream"):
+        await _unless_gone(request, exchange.open())
+        return StreamingResponse(_events(exchange, outcome), media_type="text/event-stream")
+    # The assembled answer reports usage as a non-streamed one does.
+    exchange.body["stream_options"] = {"include_usage": True}
+    return JSONResponse(assemble(await _unless_gone(request, _collect(exchange)), exchange.chat))
 
 
-async def _collect(request: Request, exchange: Exchange) -> list[StreamChunk] | None:
-    """Every chunk of a non-streamed answer; None when the client hung up first, and then the
-    upstream request is closed at once (nobody would read what it goes on generating)."""
+async def _collect(exchange: Exchange) -> list[StreamChunk]:
+    await exchange.open()
+    return [chunk async for chunk, _ in exchange.chunks()]
 
-    async def chunks() -> list[StreamChunk]:
-        return [chunk async for chunk, _ in exchange.chunks()]
 
-    collect = asyncio.ensure_future(chunks())
+async def _unless_gone(request: Request, work: Awaitable[T]) -> T:
+    """`work`'s result; ClientDisconnect once the client hung up first, even if `work` ended in
+    the same step (nobody reads its answer). `work` is then cancelled, which closes its upstream
+    request, also one still waiting for the upstream's headers."""
+    task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnected(request))
     try:
-        done, _ = await asyncio.wait({collect, gone}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        hung_up = gone.done()
     finally:
-        for task in (collect, gone):
-            task.cancel()  # a no-op on a finished task
-    if collect in done:
-        return collect.result()
-    with suppress(asyncio.CancelledError):
-        await collect  # its upstream stream closes as the cancellation unwinds it
-    await exchange.close()
-    return None
+        gone.cancel()  # a no-op once it returned
+        task.cancel()  # a no-op once it ended
+    if hung_up:
+        with suppress(asyncio.CancelledError, Exception):
+            await task  # let the cancellation unwind it: its upstream stream closes
+        raise ClientDisconnect
+    return task.result()
 
 
 async def _disconnected(request: Request) -> None:
@@ -280,50 +336,22 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def _failed(exchange: Exchange, error: UpstreamError) -> JSONResponse:
-    action = exchange.policy.action
-    exchange.metrics.requests.labels(exchange.path, action, str(error.status)).inc()
-    log.warning(
-        "%s action=%s upstream error %d: %s", exchange.path, action, error.status, error.message
-    )
-    return _upstream_error_response(error)
-
-
-def _log_done(exchange: Exchange, status: str) -> None:
-    loops = sum(1 for state in exchange.choices.values() if state.finish_reason == "repetition")
-    log.info(
-        "%s action=%s status=%s choices=%d stopped=%d",
-        exchange.path,
-        exchange.policy.action,
-        status,
-        len(exchange.choices),
-        loops,
-    )
-
-
-async def _events(exchange: Exchange) -> AsyncIterator[str]:
+async def _events(exchange: Exchange, outcome: Outcome) -> AsyncIterator[str]:
     """The SSE body; a failure mid-stream becomes a final `error` event carrying its status,
     which is the status counted."""
-    metrics = exchange.metrics
-    metrics.active_streams.inc()
-    status = "200"
     try:
         async for _, text in exchange.chunks():
             yield f"data: {text}\n\n"
     except UpstreamError as error:
-        status = str(error.status)
+        outcome.status, outcome.error = error.status, error.message
         yield f"data: {json.dumps(error.body())}\n\n"
     except (asyncio.CancelledError, GeneratorExit):
-        status = str(CLIENT_GONE)
+        outcome.status = CLIENT_GONE
         raise
     except Exception:  # a bug of the proxy: the client still learns the answer is incomplete
         log.exception("%s action=%s failed mid-stream", exchange.path, exchange.policy.action)
-        status = "500"
+        outcome.status = 500
         yield f"data: {json.dumps(error_body(PROXY_FAILED, 'server_error'))}\n\n"
-    finally:
-        metrics.active_streams.dec()
-        metrics.requests.labels(exchange.path, exchange.policy.action, status).inc()
-        _log_done(exchange, status)
     yield "data: [DONE]\n\n"
 
 

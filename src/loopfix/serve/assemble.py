@@ -23,7 +23,7 @@ class _MergedChoice:
     """One choice's chunks so far."""
 
     index: int
-    texts: dict[TextField, str] = field(default_factory=dict)
+    texts: dict[TextField, list[str]] = field(default_factory=dict)  # pieces: joined once
     logprobs: Logprobs | None = None
     finish_reason: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -46,28 +46,25 @@ def _merge_logprobs(into: Logprobs | None, new: Logprobs | None) -> Logprobs | N
 
 
 def _merge_tool_calls(into: list[ToolCall], calls: list[ToolCall]) -> None:
-    """Tool-call deltas: one entry per `index`; names and arguments arrive in pieces."""
+    """Tool-call deltas: one entry per `index`; names and arguments arrive in pieces. Events are
+    checked on arrival (`upstream.event_problem`): each call has an index under MAX_TOOL_CALLS,
+    and its id, type, name and arguments are strings."""
     for call in calls:
-        if not isinstance(call, dict):
-            continue
-        index = call.get("index", len(into))
-        while len(into) <= index:
+        while len(into) <= call["index"]:
             into.append({"function": {"name": "", "arguments": ""}})
-        target = into[index]
+        target = into[call["index"]]
         if call.get("id"):
             target["id"] = call["id"]
         if call.get("type"):
             target["type"] = call["type"]
-        function = call.get("function") or {}
-        merged = target["function"]
-        if function.get("name"):
-            merged["name"] += function["name"]
-        if function.get("arguments"):
-            merged["arguments"] += function["arguments"]
+        function, merged = call.get("function") or {}, target["function"]
+        merged["name"] += function.get("name") or ""
+        merged["arguments"] += function.get("arguments") or ""
 
 
 def assemble(chunks: list[StreamChunk], chat: bool) -> Completion:
-    """Merge chunks into a `chat.completion` or `text_completion` response."""
+    """Merge chunks (checked upstream events, or the proxy's own) into a `chat.completion` or
+    `text_completion` response."""
     first: StreamChunk = chunks[0] if chunks else {}
     choices: dict[int, _MergedChoice] = {}
     usage = None
@@ -80,10 +77,9 @@ def assemble(chunks: list[StreamChunk], chat: bool) -> Completion:
             for name in TEXT_FIELDS:
                 text = delta.get(name)
                 if isinstance(text, str):
-                    merged.texts[name] = merged.texts.get(name, "") + text
-            calls = delta.get("tool_calls")
-            if chat and isinstance(calls, list):
-                _merge_tool_calls(merged.tool_calls, calls)
+                    merged.texts.setdefault(name, []).append(text)
+            if chat:
+                _merge_tool_calls(merged.tool_calls, delta.get("tool_calls") or [])
             merged.logprobs = _merge_logprobs(merged.logprobs, choice.get("logprobs"))
             merged.finish_reason = choice.get("finish_reason") or merged.finish_reason
     response: Completion = {
@@ -99,7 +95,7 @@ def assemble(chunks: list[StreamChunk], chat: bool) -> Completion:
 
 
 def _choice(merged: _MergedChoice, chat: bool) -> CompletionChoice:
-    texts = merged.texts
+    texts = {name: "".join(pieces) for name, pieces in merged.texts.items()}
     if not chat:
         return {
             "index": merged.index,

@@ -15,6 +15,14 @@ TextField = Literal["content", "reasoning_content", "reasoning", "text"]
 TEXT_FIELDS: tuple[TextField, ...] = ("content", "reasoning_content", "reasoning", "text")
 # The watched part a text belongs to: the answer or the reasoning.
 PartName = Literal["content", "reasoning"]
+CHAT_PATH = "/v1/chat/completions"
+# What one request may hold, so that no upstream event makes the proxy allocate more than the
+# text it carries: choices (n x prompts; a client asking more gets a 400, an upstream event
+# naming a choice the request did not ask for is a 502), tool calls per choice (a delta's
+# `index` names one), and bytes per upstream event (one SSE line).
+MAX_CHOICES = 128
+MAX_TOOL_CALLS = 128
+MAX_EVENT_BYTES = 1 << 20
 
 # Per-token logprobs: every field is a list with one entry per token (chat: `content`,
 # `refusal`; completions: `tokens`, `token_logprobs`, `top_logprobs`, `text_offset`).
@@ -65,6 +73,13 @@ class RequestBody(TypedDict, total=False):
     echo: bool  # completions: whether the answer repeats the prompt
     continue_final_message: bool  # vLLM: the last (assistant) message is continued
     add_generation_prompt: bool  # vLLM: whether the template opens a new assistant turn
+
+
+def choice_count(body: RequestBody, chat: bool) -> int:
+    """The choices `body` asks for: `n` per prompt (a completions prompt may list several)."""
+    prompts = body.get("prompt")
+    many = not chat and isinstance(prompts, list) and prompts and isinstance(prompts[0], str)
+    return int(body.get("n") or 1) * (len(prompts) if many else 1)  # type: ignore[arg-type]
 
 
 class Usage(TypedDict, total=False):

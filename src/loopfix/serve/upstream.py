@@ -13,6 +13,7 @@ A user and password in the base URL are sent as basic auth, never as part of a l
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -21,12 +22,16 @@ import httpx
 
 from loopfix.serve.metrics import ServeMetrics
 from loopfix.serve.protocol import (
+    CHAT_PATH,
+    MAX_EVENT_BYTES,
+    MAX_TOOL_CALLS,
     TEXT_FIELDS,
     Delta,
     ErrorBody,
     RequestBody,
     StreamChoice,
     StreamChunk,
+    choice_count,
     envelope,
     error_body,
 )
@@ -66,6 +71,19 @@ def _upstream_message(response: httpx.Response) -> str:
     if isinstance(error, str):
         return error
     return f"upstream answered HTTP {response.status_code}"
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # it would be re-encoded as Infinity, which is no JSON
+        raise ValueError(f"{text} is out of range")
+    return number
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON as sent upstream or by a client, with every number finite; ValueError (also for an
+    integer over Python's 4,300 digits) or RecursionError if it is not."""
+    return json.loads(text, parse_float=_finite, parse_constant=_finite)
 
 
 def _failure(error: httpx.HTTPError, metrics: ServeMetrics, stage: str) -> UpstreamError:
@@ -109,45 +127,69 @@ def _not_int(value: object) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
 
 
-def _choice_problem(choice: object) -> str | None:
-    if not isinstance(choice, dict):
-        return "is not an object"
-    index = choice.get("index", 0)
-    if _not_int(index) or index < 0:
-        return ".index is not a non-negative integer"
-    delta = choice.get("delta")
-    if delta is not None and not isinstance(delta, dict):
-        return ".delta is not an object"
-    texts = {"text": choice.get("text")} | {
-        f"delta.{name}": (delta or {}).get(name) for name in TEXT_FIELDS
-    }
-    for name, text in texts.items():
-        if text is not None and not isinstance(text, str):
-            return f".{name} is not a string"
-    calls = (delta or {}).get("tool_calls")
-    if calls is not None and not (
-        isinstance(calls, list)
-        and all(isinstance(c, dict) and not _not_int(c.get("index", 0)) for c in calls)
-    ):
-        return ".delta.tool_calls is not a list of objects with integer indexes"
-    finish = choice.get("finish_reason")
-    if finish is not None and not isinstance(finish, str):
-        return ".finish_reason is not a string"
+def _index_problem(owner: dict[str, Any], bound: int, what: str) -> str | None:
+    index = owner.get("index", 0)
+    if _not_int(index) or not 0 <= index < bound:
+        return f".index is not an integer from 0 to {bound - 1} ({what})"
     return None
 
 
-def event_problem(choices: object, usage: object) -> str | None:
-    """What makes an event's `choices` or `usage` something the proxy cannot read without
-    losing or inventing text (None: nothing). Text that is not a string is an error, never
-    skipped."""
-    if choices is not None and not isinstance(choices, list):
+def _not_object(value: object) -> bool:
+    return value is not None and not isinstance(value, dict)
+
+
+def _not_string(fields: dict[str, object]) -> str | None:
+    """The first of `fields` present and no string."""
+    wrong = (name for name, value in fields.items() if value is not None and type(value) is not str)
+    return next((f".{name} is not a string" for name in wrong), None)
+
+
+def _tool_call_problem(call: object) -> str | None:
+    if not isinstance(call, dict) or "index" not in call:
+        return " is not an object with an index"
+    function = call.get("function")
+    if _not_object(function):
+        return ".function is not an object"
+    names = {"id": call.get("id"), "type": call.get("type")}
+    names |= {f"function.{name}": (function or {}).get(name) for name in ("name", "arguments")}
+    return _index_problem(call, MAX_TOOL_CALLS, "tool calls per choice") or _not_string(names)
+
+
+def _choice_problem(choice: object, choices: int) -> str | None:
+    if not isinstance(choice, dict):
+        return " is not an object"
+    delta = choice.get("delta")
+    if _not_object(delta):
+        return ".delta is not an object"
+    if _not_object(choice.get("logprobs")):
+        return ".logprobs is not an object"
+    texts = {"text": choice.get("text"), "finish_reason": choice.get("finish_reason")}
+    texts |= {f"delta.{name}": (delta or {}).get(name) for name in TEXT_FIELDS}
+    calls = (delta or {}).get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        return ".delta.tool_calls is not a list"
+    for position, call in enumerate(calls or []):
+        problem = _tool_call_problem(call)
+        if problem is not None:
+            return f".delta.tool_calls[{position}]{problem}"
+    return _index_problem(choice, choices, "the request's choices") or _not_string(texts)
+
+
+def event_problem(event: object, choices: int) -> str | None:
+    """What makes an upstream event something the proxy cannot read without losing or inventing
+    text, or without allocating more than MAX_CHOICES choices and MAX_TOOL_CALLS tool calls
+    each (None: nothing). `choices` is how many the request asked for. Text that is not a
+    string is an error, never skipped."""
+    if not isinstance(event, dict):
+        return "it is not an object"
+    if _not_object(event.get("usage")):
+        return "usage is not an object"
+    if event.get("choices") is not None and not isinstance(event["choices"], list):
         return "choices is not a list"
-    for position, choice in enumerate(choices or []):
-        problem = _choice_problem(choice)
+    for position, choice in enumerate(event.get("choices") or []):
+        problem = _choice_problem(choice, choices)
         if problem is not None:
             return f"choices[{position}]{problem}"
-    if usage is not None and not isinstance(usage, dict):
-        return "usage is not an object"
     return None
 
 
@@ -197,10 +239,12 @@ class UpstreamStream:
         self,
         response: httpx.Response,
         metrics: ServeMetrics,
+        choices: int,
         answer: list[StreamChunk] | None = None,
     ):
         self._response = response
         self._metrics = metrics
+        self._choices = choices  # how many the request asked for: no event may name another
         self._answer = answer
         self.done = False
 
@@ -212,7 +256,7 @@ class UpstreamStream:
             self.done = True
             return
         try:
-            async for line in self._response.aiter_lines():
+            async for line in self._lines():
                 if not line.startswith("data:"):
                     continue  # blank separators, comments and `event:` lines
                 data = line[5:].strip()
@@ -220,8 +264,8 @@ class UpstreamStream:
                     self.done = True
                     return
                 try:
-                    event = json.loads(data)
-                except (json.JSONDecodeError, RecursionError):
+                    event = parse_json(data)
+                except (ValueError, RecursionError):
                     raise _protocol_error(
                         self._metrics, "upstream sent an event that is not JSON"
                     ) from None
@@ -229,10 +273,24 @@ class UpstreamStream:
         except httpx.HTTPError as error:
             raise _failure(error, self._metrics, "in the middle of a stream") from None
 
+    async def _lines(self) -> AsyncIterator[str]:
+        """The stream's lines; an error once one runs past MAX_EVENT_BYTES unended (an upstream
+        that never ends a line must not fill the proxy's memory)."""
+        buffer = bytearray()
+        async for piece in self._response.aiter_bytes():
+            searched = len(buffer)
+            buffer += piece
+            ended = buffer.rfind(b"\n", searched) + 1
+            for line in buffer[:ended].splitlines():
+                yield line.decode(errors="replace")
+            del buffer[:ended]
+            if len(buffer) > MAX_EVENT_BYTES:
+                message = f"upstream sent an event longer than {MAX_EVENT_BYTES} bytes"
+                raise _protocol_error(self._metrics, message)
+        yield buffer.decode(errors="replace")
+
     def _checked(self, event: object) -> StreamChunk:
-        if not isinstance(event, dict):
-            raise _protocol_error(self._metrics, "upstream sent an event that is not an object")
-        problem = event_problem(event.get("choices"), event.get("usage"))
+        problem = event_problem(event, self._choices)
         if problem is not None:
             raise _protocol_error(self._metrics, f"upstream sent a malformed event: {problem}")
         return cast(StreamChunk, event)
@@ -279,8 +337,9 @@ class Upstream:
             raise _failure(error, self._metrics, "opening the request") from None
         self._metrics.upstream_latency.observe(time.perf_counter() - started)
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        choices = choice_count(body, path == CHAT_PATH)
         if response.status_code == 200 and streamed:
-            return UpstreamStream(response, self._metrics)
+            return UpstreamStream(response, self._metrics, choices)
         try:
             await response.aread()
         except httpx.HTTPError as error:
@@ -290,13 +349,13 @@ class Upstream:
         if response.status_code != 200:
             raise _status_error(response, self._metrics)
         try:
-            answer = events_of_answer(response.json())
+            answer = events_of_answer(parse_json(response.content))
         except (ValueError, RecursionError) as error:
             message = (
                 f"upstream answered a streaming request with a body that is no stream: {error}"
             )
             raise _protocol_error(self._metrics, message) from None
-        return UpstreamStream(response, self._metrics, answer)
+        return UpstreamStream(response, self._metrics, choices, answer)
 
     async def models(self) -> Any:
         """The upstream's GET /v1/models answer."""
