@@ -198,5 +198,11 @@ def test_repair_runs_end_to_end_on_rescue_branches(scanned: Path, tmp_path: Path
     assert branches["train"]["pairs"] > 0 and branches["heldout"]["pairs"] > 0
     assert set(branches["train"]["by_variant"]) == {"greedy", "sampled"}
     assert verify["config"]["source"] == "rescue"
-    assert Path(verify["patch"]).is_file()
+    assert verify["screening"], "the rescue branches' candidates were never screened"
+    # Whether 8 columns of a tiny model pass screening moves with the numerics of the torch and
+    # transformers installed: what must hold is that the verdict and its files agree.
+    if verify["accepted"]:
+        assert Path(verify["patch"]).is_file()
+    else:
+        assert verify["patch"] is None and verify["stopped_at"] and verify["verdict"]
     assert "source rescue" in (out / "report.md").read_text()
