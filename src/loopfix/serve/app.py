@@ -69,13 +69,8 @@ def _secret(variable: str | None, flag: str) -> str | None:
 
 
 def _policy(config: ServeConfig, options: RequestOptions) -> Policy:
-    return Policy(
-        action=options.action or config.action,
-        max_rescues=options.max_rescues or config.max_rescues,
-        holdback_tokens=(
-            config.holdback_tokens if options.holdback_tokens is None else options.holdback_tokens
-        ),
-    )
+    hold = config.holdback_tokens if options.holdback_tokens is None else options.holdback_tokens
+    return Policy(options.action or config.action, options.max_rescues or config.max_rescues, hold)
 
 
 class _DropQueryString:
@@ -138,15 +133,17 @@ def create_app(config: ServeConfig) -> FastAPI:
             return None
         return error_response(401, "missing or wrong API key", "authentication_error")
 
+    @app.exception_handler(UpstreamError)
+    async def upstream_failed(request: Request, error: UpstreamError) -> JSONResponse:
+        request.state.outcome.error = error.message
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
     @app.get(MODELS_PATH)
     async def models(request: Request) -> Response:
-        try:
-            return unauthorized(request) or JSONResponse(await upstream.models())
-        except UpstreamError as error:
-            return _upstream_failed(request.state.outcome, error)
+        return unauthorized(request) or JSONResponse(await upstream.models())
 
-    async def proxy(request: Request, path: str) -> Response:
-        outcome: Outcome = request.state.outcome
+    async def proxy(request: Request) -> Response:
+        path, outcome = request.scope["path"], request.state.outcome
         denied = unauthorized(request)
         if denied is not None:
             return denied
@@ -160,19 +157,10 @@ def create_app(config: ServeConfig) -> FastAPI:
             return error_response(400, str(error), "invalid_request_error")
         outcome.action = policy.action
         outcome.exchange = Exchange(path, body, policy, config, upstream, metrics)
-        try:
-            return await _answer(request, outcome)
-        except UpstreamError as error:
-            return _upstream_failed(outcome, error)
+        return await _answer(request, outcome.exchange, outcome)
 
-    @app.post(CHAT_PATH)
-    async def chat_completions(request: Request) -> Response:
-        return await proxy(request, CHAT_PATH)
-
-    @app.post(COMPLETIONS_PATH)
-    async def completions(request: Request) -> Response:
-        return await proxy(request, COMPLETIONS_PATH)
-
+    for path in (CHAT_PATH, COMPLETIONS_PATH):
+        app.add_api_route(path, proxy, methods=["POST"])
     return app
 
 
@@ -226,30 +214,14 @@ class _Outcomes:
 
 
 def _log(path: str, outcome: Outcome) -> None:
+    """One line per generation request or upstream error: never a key, a body or a prompt."""
+    choices = outcome.exchange.choices.values() if outcome.exchange else []
+    stopped = sum(1 for choice in choices if choice.finish_reason == "repetition")
+    said = f"{path} action={outcome.action} status={outcome.status}"
     if outcome.error is not None:
-        log.warning(
-            "%s action=%s upstream error %s: %s",
-            path,
-            outcome.action,
-            outcome.status,
-            outcome.error,
-        )
+        log.warning("%s upstream error: %s", said, outcome.error)
     elif outcome.exchange is not None:
-        choices = outcome.exchange.choices.values()
-        stopped = sum(1 for choice in choices if choice.finish_reason == "repetition")
-        log.info(
-            "%s action=%s status=%s choices=%d stopped=%d",
-            path,
-            outcome.action,
-            outcome.status,
-            len(choices),
-            stopped,
-        )
-
-
-def _upstream_failed(outcome: Outcome, error: UpstreamError) -> JSONResponse:
-    outcome.error = error.message
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+        log.info("%s choices=%d stopped=%d", said, len(choices), stopped)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -293,10 +265,8 @@ def _parse(raw: bytes, config: ServeConfig, path: str) -> tuple[RequestBody, Pol
     return cast(RequestBody, body), _policy(config, options)
 
 
-async def _answer(request: Request, outcome: Outcome) -> Response:
+async def _answer(request: Request, exchange: Exchange, outcome: Outcome) -> Response:
     """Open the upstream request and answer: a stream of events, or one assembled JSON."""
-    exchange = outcome.exchange
-    assert exchange is not None
     if exchange.body.get("stream"):
         await _unless_gone(request, exchange.open())
         return StreamingResponse(_events(exchange, outcome), media_type="text/event-stream")

@@ -127,44 +127,36 @@ def _not_int(value: object) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
 
 
-def _index_problem(owner: dict[str, Any], bound: int, what: str) -> str | None:
-    index = owner.get("index", 0)
-    if _not_int(index) or not 0 <= index < bound:
-        return f".index is not an integer from 0 to {bound - 1} ({what})"
-    return None
+def _in_range(index: object, bound: int) -> bool:
+    return isinstance(index, int) and not isinstance(index, bool) and 0 <= index < bound
 
 
-def _not_object(value: object) -> bool:
-    return value is not None and not isinstance(value, dict)
-
-
-def _not_string(fields: dict[str, object]) -> str | None:
-    """The first of `fields` present and no string."""
-    wrong = (name for name, value in fields.items() if value is not None and type(value) is not str)
-    return next((f".{name} is not a string" for name in wrong), None)
+def _wrong(fields: dict[str, object], kind: type, name: str) -> str | None:
+    """The first of `fields` that is present and no `kind`."""
+    wrong = (key for key, value in fields.items() if not isinstance(value, (kind, type(None))))
+    return next((f".{key} is not {name}" for key in wrong), None)
 
 
 def _tool_call_problem(call: object) -> str | None:
-    if not isinstance(call, dict) or "index" not in call:
-        return " is not an object with an index"
+    if not isinstance(call, dict) or not _in_range(call.get("index"), MAX_TOOL_CALLS):
+        return f" is not an object with an index from 0 to {MAX_TOOL_CALLS - 1}"
     function = call.get("function")
-    if _not_object(function):
+    if not isinstance(function, (dict, type(None))):
         return ".function is not an object"
-    names = {"id": call.get("id"), "type": call.get("type")}
-    names |= {f"function.{name}": (function or {}).get(name) for name in ("name", "arguments")}
-    return _index_problem(call, MAX_TOOL_CALLS, "tool calls per choice") or _not_string(names)
+    strings = {"id": call.get("id"), "type": call.get("type")}
+    strings |= {f"function.{key}": (function or {}).get(key) for key in ("name", "arguments")}
+    return _wrong(strings, str, "a string")
 
 
 def _choice_problem(choice: object, choices: int) -> str | None:
-    if not isinstance(choice, dict):
-        return " is not an object"
+    if not isinstance(choice, dict) or not _in_range(choice.get("index", 0), choices):
+        return f" is not an object with an index from 0 to {choices - 1} (the choices asked for)"
     delta = choice.get("delta")
-    if _not_object(delta):
-        return ".delta is not an object"
-    if _not_object(choice.get("logprobs")):
-        return ".logprobs is not an object"
-    texts = {"text": choice.get("text"), "finish_reason": choice.get("finish_reason")}
-    texts |= {f"delta.{name}": (delta or {}).get(name) for name in TEXT_FIELDS}
+    problem = _wrong({"delta": delta, "logprobs": choice.get("logprobs")}, dict, "an object")
+    if problem is not None:
+        return problem
+    strings = {"text": choice.get("text"), "finish_reason": choice.get("finish_reason")}
+    strings |= {f"delta.{name}": (delta or {}).get(name) for name in TEXT_FIELDS}
     calls = (delta or {}).get("tool_calls")
     if calls is not None and not isinstance(calls, list):
         return ".delta.tool_calls is not a list"
@@ -172,7 +164,7 @@ def _choice_problem(choice: object, choices: int) -> str | None:
         problem = _tool_call_problem(call)
         if problem is not None:
             return f".delta.tool_calls[{position}]{problem}"
-    return _index_problem(choice, choices, "the request's choices") or _not_string(texts)
+    return _wrong(strings, str, "a string")
 
 
 def event_problem(event: object, choices: int) -> str | None:
@@ -182,15 +174,12 @@ def event_problem(event: object, choices: int) -> str | None:
     string is an error, never skipped."""
     if not isinstance(event, dict):
         return "it is not an object"
-    if _not_object(event.get("usage")):
-        return "usage is not an object"
-    if event.get("choices") is not None and not isinstance(event["choices"], list):
+    listed = event.get("choices")
+    if not isinstance(listed, (list, type(None))):
         return "choices is not a list"
-    for position, choice in enumerate(event.get("choices") or []):
-        problem = _choice_problem(choice, choices)
-        if problem is not None:
-            return f"choices[{position}]{problem}"
-    return None
+    problems = ((i, _choice_problem(choice, choices)) for i, choice in enumerate(listed or []))
+    in_choices = next((f"choices[{i}]{problem}" for i, problem in problems if problem), None)
+    return in_choices or _wrong({"usage": event.get("usage")}, dict, "an object")
 
 
 def events_of_answer(answer: Any) -> list[StreamChunk]:
