@@ -100,7 +100,7 @@ def answer(data: bytes, cuts: list[int], chat: bool, action: str, n: int) -> Any
     policy = Policy(action, max_rescues=1, holdback_tokens=2)
     exchange = Exchange(path, {"n": n}, policy, ServeConfig(upstream="http://x"), None, metrics)  # type: ignore[arg-type]
     response = httpx.Response(200, content=_pieces(data, cuts))
-    exchange.stream = UpstreamStream(response, metrics, exchange.expected_choices)
+    exchange.stream = UpstreamStream(response, metrics, len(exchange.choices))
 
     async def chunks() -> list[Any]:
         return [chunk async for chunk, _ in exchange.chunks()]
@@ -110,7 +110,7 @@ def answer(data: bytes, cuts: list[int], chat: bool, action: str, n: int) -> Any
     except UpstreamError as error:
         assert error.status == 502 and error.message.startswith(("upstream", "the upstream"))
         return error
-    assert set(exchange.choices) <= set(range(n))
+    assert [choice.index for choice in exchange.choices] == list(range(n))
     return result
 
 

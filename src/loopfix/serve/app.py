@@ -215,7 +215,7 @@ class _Outcomes:
 
 def _log(path: str, outcome: Outcome) -> None:
     """One line per generation request or upstream error: never a key, a body or a prompt."""
-    choices = outcome.exchange.choices.values() if outcome.exchange else []
+    choices = outcome.exchange.choices if outcome.exchange else []
     stopped = sum(1 for choice in choices if choice.finish_reason == "repetition")
     said = f"{path} action={outcome.action} status={outcome.status}"
     if outcome.error is not None:

@@ -16,6 +16,7 @@ exchange is to request. A think-escape of an answer loop stops it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from loopfix.serve.config import Action, ServeConfig
 from loopfix.serve.continuation import Continuation, in_open_reasoning
@@ -80,21 +81,6 @@ class Part:
         return text
 
 
-@dataclass(frozen=True)
-class Extra:
-    """What an upstream choice carries besides its text, passed on with its first release: the
-    delta's other fields (role, tool calls) and the logprobs."""
-
-    delta: Delta
-    logprobs: Logprobs | None
-
-    def __bool__(self) -> bool:
-        return bool(self.delta) or self.logprobs is not None
-
-
-NO_EXTRA = Extra({}, None)
-
-
 class Choice:
     """One choice's parts and state; every method returns the client's choice outputs."""
 
@@ -144,7 +130,7 @@ class Choice:
             if found is not None:
                 outputs += self._on_loop(part, found)
         if not self.settled and action != "observe":
-            outputs += self._release_open_parts(_extra(choice, chat, continuation))
+            outputs += self._release_open_parts(choice, continuation)
         finish = choice.get("finish_reason")
         if finish and not self.settled:
             outputs += self._finish(str(finish))
@@ -168,15 +154,10 @@ class Choice:
     def output(
         self, delta: Delta, finish: str | None = None, logprobs: Logprobs | None = None
     ) -> StreamChoice:
-        if self.watch.chat:
-            return {
-                "index": self.index,
-                "delta": delta,
-                "logprobs": logprobs,
-                "finish_reason": finish,
-            }
-        text = delta.get("text", "")
-        return {"index": self.index, "text": text, "logprobs": logprobs, "finish_reason": finish}
+        body: StreamChoice = (
+            {"delta": delta} if self.watch.chat else {"text": delta.get("text", "")}
+        )
+        return {"index": self.index, **body, "logprobs": logprobs, "finish_reason": finish}
 
     def _feed(self, part: Part, text: str | None, cut: bool | None = None) -> Detection | None:
         """Feed text (None: the part ended, `cut` as for `PartWatcher.finish`) and count the
@@ -275,39 +256,31 @@ class Choice:
         return in_open_reasoning(text, self.watch.config)
 
     # --- holdback ---------------------------------------------------------------------------
-    def _release_open_parts(self, extra: Extra) -> list[StreamChoice]:
-        """Release what the holdback allows of every open part; `extra` rides on the first."""
-        outputs: list[StreamChoice] = []
-        hold = self.watch.policy.holdback_tokens
+    def _release_open_parts(self, choice: StreamChoice, continuation: bool) -> list[StreamChoice]:
+        """Release what the holdback allows of every open part. What the upstream choice carries
+        besides its text (role, tool calls, logprobs) rides on the first release; a
+        continuation's role is not repeated."""
+        delta = (choice.get("delta") or {}) if self.watch.chat else {}
+        skip = {*PART_OF_FIELD, "role"} if continuation else set(PART_OF_FIELD)
+        extra = cast(Delta, {key: value for key, value in delta.items() if key not in skip})
+        logprobs, outputs = choice.get("logprobs"), []
         for part in self.parts.values():
             if not part.closed:
-                outputs += self._release(part, part.held_target(hold), extra)
-                extra = NO_EXTRA
-        if extra:
-            outputs.append(self.output(extra.delta, None, extra.logprobs))
+                hold = self.watch.policy.holdback_tokens
+                outputs += self._release(part, part.held_target(hold), extra, logprobs)
+                extra, logprobs = {}, None
+        if extra or logprobs is not None:
+            outputs.append(self.output(extra, None, logprobs))
         return outputs
 
-    def _release(self, part: Part, target: int, extra: Extra = NO_EXTRA) -> list[StreamChoice]:
+    def _release(
+        self, part: Part, target: int, extra: Delta | None = None, logprobs: Logprobs | None = None
+    ) -> list[StreamChoice]:
         action = self.watch.policy.action
         if action == "observe":
             return []
         text = part.take(target, forget=action == "stop")
-        if not text and not extra:
-            return []
-        delta = extra.delta.copy()
-        if text:
-            for name in part.fields:
-                delta[name] = text
-        return [self.output(delta, None, extra.logprobs)]
-
-
-def _extra(choice: StreamChoice, chat: bool, continuation: bool) -> Extra:
-    """What a choice carries besides its text (role, tool calls, logprobs) to pass on; a
-    continuation's role is not repeated."""
-    delta = choice.get("delta") if chat else None
-    others: Delta = delta.copy() if isinstance(delta, dict) else {}
-    for name in PART_OF_FIELD:
-        others.pop(name, None)
-    if continuation:
-        others.pop("role", None)
-    return Extra(others, choice.get("logprobs"))
+        delta: Delta = {**(extra or {})}
+        for name in part.fields if text else ():
+            delta[name] = text
+        return [self.output(delta, None, logprobs)] if delta or logprobs is not None else []

@@ -60,8 +60,9 @@ class Exchange:
         self.metrics = metrics
         self.chat = path == CHAT_PATH
         self.watch = Watch(self.chat, policy, config, metrics)
-        self.choices: dict[int, Choice] = {}
-        self.expected_choices = choice_count(body, self.chat)
+        # Every choice the request asks for (at most MAX_CHOICES), so an absent one is unsettled.
+        count = choice_count(body, self.chat)
+        self.choices = [Choice(index, self.watch, self._prompt_of(index)) for index in range(count)]
         self.envelope: StreamChunk = {}
         self.stream: UpstreamStream | None = None
         self.upstream_usage: Usage = {}  # the last usage the upstream sent
@@ -80,11 +81,9 @@ class Exchange:
         """The client's chunks, each with its JSON text (an observed upstream event keeps the
         text it came with: nothing is re-encoded)."""
         assert self.stream is not None, "open() first"
-        async for chunk in self._read(
-            self.stream, self.choices, self.expected_choices, self._event
-        ):
+        async for chunk in self._read(self.stream, self.choices, self._event):
             yield chunk
-        for choice in sorted(self.choices.values(), key=lambda choice: choice.index):
+        for choice in self.choices:
             async for chunk in self._continue(choice):
                 yield chunk
         usage = self._usage_chunk()
@@ -94,25 +93,24 @@ class Exchange:
     async def _read(
         self,
         stream: UpstreamStream,
-        choices: dict[int, Choice],
-        expected: int,
+        choices: list[Choice],
         on_event: Callable[[StreamChunk, str], Iterable[Chunk]],
     ) -> AsyncIterator[Chunk]:
-        """`on_event`'s chunks of each event until the `expected` choices are settled, then
-        (also when the stream failed) what they still hold; then the stream's error, if any."""
+        """`on_event`'s chunks of each event until `choices` are settled, then (also when the
+        stream failed) what they still hold; then the stream's error, if any."""
         failure: UpstreamError | None = None
         try:
             async for event, data in stream.events():
                 for chunk in on_event(event, data):
                     yield chunk
-                if _settled(choices, expected) and self._intervened():
+                if all(choice.settled for choice in choices) and self._intervened():
                     break
         except UpstreamError as error:
             failure = error  # raised once the held text is out: the client keeps every word
         finally:
             await stream.close()
-        unfinished = not _settled(choices, expected)
-        for choice in sorted(choices.values(), key=lambda choice: choice.index):
+        unfinished = not all(choice.settled for choice in choices)
+        for choice in choices:
             for output in choice.drain():
                 yield self._chunk(output)
         if failure is not None:
@@ -131,7 +129,7 @@ class Exchange:
         outputs = [
             output
             for upstream_choice in event.get("choices") or []
-            for output in self._choice(upstream_choice.get("index", 0)).feed(upstream_choice)
+            for output in self.choices[upstream_choice.get("index", 0)].feed(upstream_choice)
         ]
         usage = event.get("usage")
         if isinstance(usage, dict):
@@ -142,15 +140,10 @@ class Exchange:
             self.usage_event = event, data  # the last chunk: a continuation may come first
         return [self._chunk(output) for output in outputs]
 
-    def _choice(self, index: int) -> Choice:
-        if index not in self.choices:
-            self.choices[index] = Choice(index, self.watch, self._prompt_of(index))
-        return self.choices[index]
-
     def _intervened(self) -> bool:
         """Whether the proxy stopped or continued a choice (until then the upstream's own end,
         with its usage, is awaited)."""
-        return any(choice.intervened for choice in self.choices.values())
+        return any(choice.intervened for choice in self.choices)
 
     def _prompt_of(self, index: int) -> str:
         """The completions prompt choice `index` answers ("" for chat)."""
@@ -189,7 +182,7 @@ class Exchange:
             )
 
             on_event = partial(self._continued, choice, into)
-            async for chunk in self._read(stream, {choice.index: choice}, 1, on_event):
+            async for chunk in self._read(stream, [choice], on_event):
                 yield chunk
             if choice.awaiting is None and choice.finish_reason != "repetition":
                 self.metrics.rescues.labels("finished").inc()
@@ -231,15 +224,10 @@ class Exchange:
             return None
         prompt = self.upstream_usage.get("prompt_tokens")
         prompt = prompt if isinstance(prompt, int) else 0
-        generated = sum(choice.generated for choice in self.choices.values())
+        generated = sum(choice.generated for choice in self.choices)
         usage: Usage = {
             "prompt_tokens": prompt,
             "completion_tokens": generated,
             "total_tokens": prompt + generated,
         }
         return self._encoded([], usage)
-
-
-def _settled(choices: dict[int, Choice], expected: int) -> bool:
-    """Whether all `expected` choices have finished, stopped or await a continuation."""
-    return len(choices) >= expected and all(choice.settled for choice in choices.values())

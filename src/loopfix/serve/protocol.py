@@ -7,7 +7,7 @@ not name, and the proxy passes them on untouched.
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, get_args
 
 # The text fields of a chat delta or a completion choice; vLLM renamed reasoning_content to
 # reasoning. A chat delta's `text` is read as content, as a completion's is.
@@ -106,13 +106,7 @@ class StreamChoice(TypedDict, total=False):
 
 
 EnvelopeField = Literal["id", "object", "created", "model", "system_fingerprint"]
-ENVELOPE_FIELDS: tuple[EnvelopeField, ...] = (
-    "id",
-    "object",
-    "created",
-    "model",
-    "system_fingerprint",
-)
+ENVELOPE_FIELDS: tuple[EnvelopeField, ...] = get_args(EnvelopeField)
 
 
 class StreamChunk(TypedDict, total=False):
