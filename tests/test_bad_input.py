@@ -9,6 +9,7 @@ would be about the model instead.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from loopfix.cli.common import errors
 from loopfix.models import loading, tiny_model, tiny_tokenizer
 from loopfix.patch import EditRequest, EditSite, build_patch, save_patch
 from loopfix.patch.format import MANIFEST_NAME, TENSORS_NAME
+from tests import valid_files
 
 LOOPING = "Wait, let me double-check 12 * 13: 12 * 13 = 156, so the answer is 156.\n\n" * 12
 CLEAN = "The three primary colours of light are red, green and blue."
@@ -461,3 +463,145 @@ def test_an_unreachable_hub_is_one_line_at_once(
     one_line_error(result, "loopfix-tests/no-such-model", "cannot be reached", "cache")
     assert time.monotonic() - started < 20  # not five logged retries over half a minute
     assert not (tmp_path / "run").exists()
+
+
+# 7. issue 56: a hang, a probe for another model, records and suites a scan would not write
+
+
+@pytest.mark.timeout(120)  # a one-arm graph made the repeat probe wait for ever
+@pytest.mark.parametrize("graph", ["1,1", "1,49"])
+def test_a_graph_without_a_wrong_arm_is_refused_not_hung(tmp_path: Path, graph: str) -> None:
+    args = ["--graph", graph, "--steps", "20", "--n", "10", "--seeds", "2"]
+    result = invoke("lab", "experiment", "margin", *args, "--out", tmp_path / "out")
+    one_line_error(result, "--graph", "k >= 2 arms")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.timeout(120)
+def test_every_graph_the_check_accepts_gives_its_looping_walks_and_repeat_probe() -> None:
+    from pydantic import ValidationError
+
+    from loopfix.lab.config import TrainConfig
+    from loopfix.lab.stargraph import NODE_NAMES, looping_teacher_walk, make_graph
+    from loopfix.scan.testbed import repeat_probe_batch
+
+    accepted = 0
+    for arms in range(1, len(NODE_NAMES)):
+        for depth in range(1, len(NODE_NAMES) // arms + 1):
+            try:
+                config = TrainConfig(arms=arms, depth=depth)
+            except ValidationError:
+                continue
+            accepted += 1
+            repeat_probe_batch(config, 2, seed=arms, repeats=2)
+            rng = random.Random(depth)
+            looping_teacher_walk(rng, make_graph(rng, arms, depth), 0.5, 0.3, 60)
+    assert accepted > 100
+
+
+@pytest.fixture(scope="module")
+def probe_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return valid_files.warning_probe(tmp_path_factory.mktemp("warn") / "warning_probe.json")
+
+
+@pytest.mark.parametrize(
+    ("change", "needles"),
+    [
+        ({"model": "loopfix:stargraph-clean"}, ["model: fitted on 'loopfix:stargraph-clean'"]),
+        ({"layer": 9}, ["layer:", "layers 0..3, not 9"]),
+        ({"window": 0}, ["window:", "greater than or equal to 1"]),
+        ({"window": 10**12}, ["window:", "less than or equal to"]),
+        ({"cut": 1}, ["one number per feature"]),
+        ({"cut": 3}, ["weights: 63 state weights", "64"]),
+        ({"scale": "1"}, ["scale:", "valid array"]),
+    ],
+)
+def test_a_warning_probe_that_does_not_fit_the_model_is_one_line(
+    tmp_path: Path, probe_file: Path, change: dict[str, object], needles: list[str]
+) -> None:
+    data = json.loads(probe_file.read_text())
+    cut = int(change.pop("cut", 0))  # type: ignore[call-overload]
+    for name in ("weights", "mean", "scale")[:cut]:
+        data[name] = data[name][:-1]
+    probe = write_jsonl(tmp_path / "probe.json", [{**data, **change}])
+    before = snapshot(tmp_path)
+    result = scan("loopfix:stargraph", tmp_path / "run", "--warning", str(probe))
+    one_line_error(result, "--warning", "probe.json", *needles)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.fixture(scope="module")
+def tiny_scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return valid_files.scan_folder(tmp_path_factory.mktemp("scan") / "scan")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("tokens", ["a", 3], "tokens[0]: Input should be a valid integer"),
+        ("tokens", [-4], "tokens[0]: Input should be greater than or equal to 0"),
+        ("settings", "greedy", "settings: Input should be an object"),
+        ("settings", {"temperature": "0"}, "settings.temperature"),
+        ("tokens", [10**6], "tokens: id 1000000 is not in the model's 57 ids"),
+    ],
+)
+def test_warn_on_records_a_scan_would_not_write_is_one_line(
+    tmp_path: Path, tiny_scan: Path, field: str, value: object, needle: str
+) -> None:
+    folder = tmp_path / "scan"
+    shutil.copytree(tiny_scan, folder)
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), field: value})
+    (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
+    before = snapshot(tmp_path)
+    result = invoke("warn", folder, "loopfix:stargraph", "--out", tmp_path / "out")
+    where = "" if "ids" in needle else "records.jsonl:2: "
+    one_line_error(result, where + needle)
+    assert snapshot(tmp_path) == before
+
+
+def test_warn_bounds_its_window_before_any_work(tmp_path: Path) -> None:
+    result = invoke("warn", tmp_path, MISSING, "--window", str(10**9), "--out", tmp_path / "o")
+    one_line_error(result, "--window: at most")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ({"id": "a", "prompt": ""}, "suite.jsonl:1: field 'prompt'"),
+        (
+            {
+                "id": "a",
+                "prompt": "p",
+                "answer": "3",
+                "checker": "sequence",
+                "meta": {"given": "1,2"},
+            },
+            "suite.jsonl:1: field 'meta.given'",
+        ),
+        (
+            {"id": "a", "prompt": "p", "checker": "stargraph", "meta": {"graph": {"arms": "12"}}},
+            "suite.jsonl:1: field 'meta.graph'",
+        ),
+    ],
+)
+def test_a_suite_item_generation_or_its_checker_cannot_use_is_one_line_before_any_work(
+    tmp_path: Path, item: dict[str, object], needle: str
+) -> None:
+    suite = write_jsonl(tmp_path / "suite.jsonl", [item])
+    before = snapshot(tmp_path)
+    one_line_error(scan("loopfix:stargraph", tmp_path / "run", "--suite", str(suite)), needle)
+    assert snapshot(tmp_path) == before
+
+
+def test_detect_states_on_binary_input_is_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(bytes(range(128, 256)) * 8)
+    # each unreadable line is reported, then the one error: nothing was checked
+    assert "nothing checked" in error_lines(invoke("detect", binary, "--states"))[-1]
+    empty = write_jsonl(tmp_path / "empty.jsonl", [{"text": ""}, {"text": LOOPING}])
+    result = invoke("detect", empty, "--states", "--json", tmp_path / "out.jsonl")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert rows[0]["probe"] is None and rows[1]["looping"]

@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from loopfix.detect.verdict import LoopVerdict
-from loopfix.errors import LoopfixError
+from loopfix.errors import LoopfixError, field_problem
 
 FinishReason = Literal["stop", "length", "repetition", "error"]
 Temperature = Annotated[
@@ -75,9 +75,10 @@ class Sample:
     prompt_id: str
     sample_index: int
     # `DecodeSettings.model_dump()` as it was stored: kept as written (not re-validated with
-    # today's fields), since `key` must match the key a resumed run wrote.
-    settings: dict[str, float]
-    tokens: list[int]
+    # today's fields, an int not made a float), since `key` must match the key a resumed run
+    # wrote.
+    settings: dict[str, int | float]
+    tokens: list[Annotated[int, Field(ge=0)]]
     text: str
     finish_reason: FinishReason
     loop: LoopVerdict | None = None  # the detector's verdict (None: not judged)
@@ -113,19 +114,13 @@ class Sample:
             "length": self.length,
         }
 
-    @classmethod
-    def from_dict(cls, data: object) -> Sample:
-        """Inverse of `to_dict`; a value that is not such a line is a TypeError or a
-        ValueError."""
-        if not isinstance(data, dict):
-            raise TypeError(f"a sample is a JSON object, not {type(data).__name__}")
-        fields = {k: v for k, v in data.items() if k not in ("length", "loop")}
-        loop = data.get("loop")
-        return cls(**fields, loop=None if loop is None else LoopVerdict.from_dict(loop))
+
+# Strict: a line holds what `to_dict` writes (its `length` is ignored), every type as written.
+_LINE = TypeAdapter(Sample)
 
 
 class RecordError(LoopfixError, ValueError):
-    """A store line that is not a valid Sample; names the file and line."""
+    """A store line that is not a valid Sample; names the file, line and field."""
 
 
 def read_samples(path: Path) -> Iterator[Sample]:
@@ -139,9 +134,9 @@ def read_samples(path: Path) -> Iterator[Sample]:
             if not line.endswith(b"\n"):
                 return
             try:
-                yield Sample.from_dict(json.loads(line))
-            except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as error:
-                raise RecordError(f"{path}:{number}: not a sample record: {error}") from error
+                yield _LINE.validate_json(line, strict=True)
+            except ValidationError as error:
+                raise RecordError(field_problem(f"{path}:{number}", error, "a sample")) from None
 
 
 class SampleStore:

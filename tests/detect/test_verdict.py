@@ -1,8 +1,12 @@
 import json
 
 import pytest
+from pydantic import TypeAdapter
 
 from loopfix.detect import NOT_LOOPING, LoopVerdict, Span
+
+# As a records.jsonl line reads it back (`records.read_samples`).
+from_dict = TypeAdapter(LoopVerdict).validate_python
 
 
 def test_round_trip_through_json():
@@ -20,16 +24,16 @@ def test_round_trip_through_json():
     )
     data = json.loads(json.dumps(verdict.to_dict()))
     assert data["span"] == {"start": 10, "end": 40, "char_start": 55, "char_end": 210}
-    assert LoopVerdict.from_dict(data) == verdict
+    assert from_dict(data) == verdict
 
 
 def test_negative_verdict():
     assert LoopVerdict.not_looping() == NOT_LOOPING
     assert not NOT_LOOPING.looping
     assert NOT_LOOPING.kind is None and NOT_LOOPING.onset is None
-    assert LoopVerdict.from_dict(NOT_LOOPING.to_dict()) == NOT_LOOPING
+    assert from_dict(NOT_LOOPING.to_dict()) == NOT_LOOPING
 
 
 def test_unknown_kind_is_rejected():
     with pytest.raises(ValueError, match="kind"):
-        LoopVerdict.from_dict({"looping": True, "kind": "bogus"})
+        from_dict({"looping": True, "kind": "bogus"})

@@ -139,7 +139,7 @@ def test_a_rerun_resumes_and_another_plan_is_refused(tmp_path: Path) -> None:
         run_experiment(ExperimentConfig(name="margin", seeds=2, steps=3, n=3), tmp_path)
     record = run_folder(tmp_path, "margin 1", 1) / "result.json"
     record.write_text('{"junk": 1}')
-    with pytest.raises(ExperimentError, match=f"{re.escape(str(record))}: training: Field requ"):
+    with pytest.raises(ExperimentError, match=f"{re.escape(str(record))} lacks 'training'"):
         tiny_run("margin", tmp_path)
     (tmp_path / "plan.json").write_text("not json")
     with pytest.raises(ExperimentError, match=r"plan.json: its text: Invalid JSON.*new --out"):

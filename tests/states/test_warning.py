@@ -207,5 +207,5 @@ def test_a_scan_reads_the_warning_and_an_early_rescue_acts_on_it(
     assert firsts and all(a <= b for a, b in firsts) and any(a < b for a, b in firsts)
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    with pytest.raises(LoopfixError, match="--warning: .* is not a warning probe"):
+    with pytest.raises(LoopfixError, match="--warning: .*bad.json lacks 'model'"):
         run_scan(ScanConfig(**{**config, "n": 4, "warning": str(bad)}, out=tmp_path / "b"))

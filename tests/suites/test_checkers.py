@@ -3,7 +3,6 @@ import pytest
 from loopfix.lab.stargraph import render
 from loopfix.suites import check_answer, stargraph_suite
 from loopfix.suites.checkers import final_number, last_boxed
-from loopfix.suites.items import SuiteError
 
 
 def test_boxed_takes_the_last_balanced_box_after_thinking() -> None:
@@ -77,18 +76,3 @@ def test_final_number_reads_box_then_phrase_then_last_number(
 def test_sequence_checker_wants_exactly_the_next_terms(text: str, expected: bool) -> None:
     meta = {"given": [5, 8, 11, 14]}
     assert check_answer("sequence", text, "17, 20, 23", meta, True) is expected
-
-
-@pytest.mark.parametrize(
-    ("checker", "meta", "words"),
-    [
-        ("tasks", {"family": "count"}, "'items'"),
-        ("stargraph", {"graph": [1, 2]}, "'graph'"),
-        ("sequence", {"given": "17, 20"}, "'given'"),
-    ],
-)
-def test_a_meta_without_what_its_checker_reads_is_a_suite_error(
-    checker: str, meta: dict[str, object], words: str
-) -> None:
-    with pytest.raises(SuiteError, match=words):
-        check_answer(checker, "17, 20, 23", "17, 20, 23", meta, True)

@@ -41,6 +41,23 @@ def test_reads_prompts_chats_answers_and_default_checkers(tmp_path: Path) -> Non
         ('{"id": "x", "prompt": "p", "meta": []}', "meta"),
         ('{"id": "x", "prompt": "p", "anwser": "1"}', "anwser"),
         ('{"id": "a", "prompt": "again"}', "id"),  # duplicate of line 1
+        # Issue 56: what generation or a checker reads fails here, before any model runs.
+        ('{"id": "x", "prompt": ""}', "prompt"),
+        ('{"id": "x", "prompt": " \\n"}', "prompt"),
+        ('{"id": "x", "prompt": "p", "checker": "tasks", "meta": {"family": "count"}}', "meta"),
+        (
+            '{"id": "x", "prompt": "p", "checker": "sequence", "meta": {"given": "17, 20"}}',
+            "meta.given",
+        ),
+        (
+            '{"id": "x", "prompt": "p", "checker": "stargraph", "meta": {"graph": [1, 2]}}',
+            "meta.graph",
+        ),
+        (
+            '{"id": "x", "prompt": "p", "checker": "stargraph", "meta": {"graph": '
+            '{"root": 0, "arms": "12", "edges": [], "target_arm": 0}}}',
+            "meta.graph",
+        ),
     ],
 )
 def test_malformed_line_names_file_line_and_field(tmp_path: Path, line: str, field: str) -> None:

@@ -146,7 +146,7 @@ def detect_command(
     checked = [item for item in items if not isinstance(item, InputError)]
     unreadable = [item for item in items if isinstance(item, InputError)]
     verdicts = [detect_text(item.text, config=configs(item.cap), cut=item.cut) for item in checked]
-    probabilities: list[float] | None = None
+    probabilities: list[float | None] | None = None
     if states:
         verdicts, probabilities = _with_states(checked, verdicts)
     for index, (item, verdict) in enumerate(zip(checked, verdicts, strict=True)):
@@ -184,7 +184,7 @@ def detect_command(
 
 def _with_states(
     checked: list[TextInput], verdicts: list[LoopVerdict]
-) -> tuple[list[LoopVerdict], list[float]]:
+) -> tuple[list[LoopVerdict], list[float | None]]:
     """`--states`: each verdict combined with the shipped probe ("detector OR probe"), and the
     probe's probability for each text."""
     from loopfix.states import combined_verdict, load_probe, probe_probabilities
@@ -195,7 +195,7 @@ def _with_states(
         combined_verdict(verdict, probability, probe)
         for verdict, probability in zip(verdicts, probabilities, strict=True)
     ]
-    return combined, [round(probability, 4) for probability in probabilities]
+    return combined, [None if p is None else round(p, 4) for p in probabilities]
 
 
 def clean_command(

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from loopfix.cli.common import console, examples, parse_list
+from loopfix.cli.common import OptionError, console, examples, parse_list
 from loopfix.cli.options import build, option
 from loopfix.leadtime.config import WarningConfig
 
@@ -41,7 +41,10 @@ def warn_command(
     out: Path = typer.Option(Path("warning"), "--out", help="folder for the probe and results"),
 ) -> None:
     from loopfix.leadtime.run import run_warning
+    from loopfix.states.warning import MAX_WINDOW
 
+    if window > MAX_WINDOW:
+        raise OptionError(f"--window: at most {MAX_WINDOW} steps, got {window}")
     config = build(
         WarningConfig,
         {

@@ -69,21 +69,6 @@ class LoopVerdict:
             data["top1_trend"] = list(self.top1_trend)
         return data
 
-    @classmethod
-    def from_dict(cls, data: object) -> LoopVerdict:
-        """Inverse of `to_dict`; a value that is not such an object is a ValueError or a
-        TypeError."""
-        if not isinstance(data, dict):
-            raise TypeError(f"a loop verdict is a JSON object, not {type(data).__name__}")
-        fields = dict(data)
-        if fields.get("span") is not None:
-            fields["span"] = Span(**fields["span"])
-        if fields.get("top1_trend") is not None:
-            fields["top1_trend"] = tuple(fields["top1_trend"])
-        if fields.get("kind") is not None and fields["kind"] not in LOOP_KINDS:
-            raise ValueError(f"unknown loop kind {fields['kind']!r}")
-        return cls(**fields)
-
 
 def strength_score(strength: float) -> float:
     """Score of a loop found `strength` times over its check's threshold (copies found / copies

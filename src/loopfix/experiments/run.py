@@ -28,6 +28,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from loopfix.atomic import write_json_atomic, write_text_atomic
+from loopfix.errors import field_problem
 from loopfix.experiments.base import ExperimentError, base_recipe
 from loopfix.experiments.config import ExperimentConfig
 from loopfix.experiments.registry import experiment_named
@@ -70,11 +71,9 @@ def plan_of(config: ExperimentConfig) -> Plan:
 def _read(path: Path, model: type[Record], remedy: str) -> Record:
     """A file OUT holds, read as `model`; anything else is one line naming the file and field."""
     try:
-        return model.model_validate_json(path.read_text())
+        return model.model_validate_json(path.read_bytes())
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "its text"
-        raise ExperimentError(f"{path}: {field}: {first['msg']}; {remedy}") from None
+        raise ExperimentError(f"{field_problem(str(path), error, 'it')}; {remedy}") from None
 
 
 def claim_out(out: Path, plan: Plan) -> None:

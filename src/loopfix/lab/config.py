@@ -33,7 +33,8 @@ class TrainConfig(BaseModel):
 
     arms: int = Field(3, description="k: arms of the star graph")
     depth: int = Field(3, description="d: nodes per arm")
-    p_correct: float = Field(0.5, description="teacher: probability of entering the target arm")
+    # Below 1: a teacher that never backtracks gives no wrong excursion to loop on or probe.
+    p_correct: float = Field(0.5, ge=0, lt=1, description="teacher: P(enter the target arm)")
     p_backtrack: float = Field(0.3, description="teacher: per-node probability of backing out")
     loop_fraction: float = Field(
         0.02, description="share of walks that degenerate into a verbatim loop (0 = clean)"

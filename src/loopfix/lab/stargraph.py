@@ -18,6 +18,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from pydantic import TypeAdapter
+
 NODE_NAMES: tuple[str, ...] = tuple(
     consonant + vowel for consonant in "bdfgklmnprstvz" for vowel in "aeiou"
 )[:50]
@@ -64,13 +66,15 @@ class StarGraph:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> StarGraph:
-        return cls(
-            root=int(data["root"]),  # type: ignore[call-overload]
-            arms=tuple(tuple(int(n) for n in arm) for arm in data["arms"]),  # type: ignore[attr-defined]
-            edges=tuple((int(u), int(v)) for u, v in data["edges"]),  # type: ignore[attr-defined]
-            target_arm=int(data["target_arm"]),  # type: ignore[call-overload]
-        )
+    def from_dict(cls, data: object) -> StarGraph:
+        """Inverse of `to_dict`; anything else is a ValueError."""
+        graph = _GRAPH.validate_python(data)
+        if not (all(graph.arms) and 0 <= graph.target_arm < len(graph.arms)):
+            raise ValueError("a graph's arms hold nodes and its target_arm is one of them")
+        return graph
+
+
+_GRAPH = TypeAdapter(StarGraph)
 
 
 def prompt_length(arms: int, depth: int) -> int:
@@ -79,12 +83,13 @@ def prompt_length(arms: int, depth: int) -> int:
 
 
 def check_graph_size(arms: int, depth: int) -> None:
-    """Raise a one-line ValueError unless G(arms, depth) can be drawn: every node needs its own
-    name token."""
-    if arms < 1 or depth < 1 or 1 + arms * depth > len(NODE_NAMES):
+    """Raise a one-line ValueError unless G(arms, depth) can be drawn (every node needs its own
+    name token) and walked with a backtrack: the looping walks and the repeat probe repeat a
+    wrong excursion, and a graph of one arm has none, so drawing them would never end."""
+    if arms < 2 or depth < 1 or 1 + arms * depth > len(NODE_NAMES):
         raise ValueError(
-            f"G({arms},{depth}): expected k >= 1 arms and d >= 1 nodes per arm with "
-            f"1 + k*d <= {len(NODE_NAMES)} nodes (the vocabulary's node names)"
+            f"G({arms},{depth}): expected k >= 2 arms (one to get wrong) and d >= 1 nodes per "
+            f"arm with 1 + k*d <= {len(NODE_NAMES)} nodes (the vocabulary's node names)"
         )
 
 

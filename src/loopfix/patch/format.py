@@ -27,7 +27,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
 from loopfix.atomic import atomic_writer, write_json_atomic
-from loopfix.errors import LoopfixError
+from loopfix.errors import LoopfixError, field_problem
 from loopfix.models.architectures import Orientation
 from loopfix.patch.hashing import tensor_sha256
 from loopfix.patch.manifest import (
@@ -213,29 +213,6 @@ def _check_format(manifest: Mapping[str, object], manifest_path: Path) -> None:
         )
 
 
-def _location(location: tuple[int | str, ...]) -> str:
-    """("edits", 0, "alpha") -> "edits[0].alpha"."""
-    text = ""
-    for part in location:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
-    return text
-
-
-def _validation_message(error: ValidationError, manifest_path: Path) -> str:
-    """The first problem, naming the file and the field."""
-    problem = error.errors()[0]
-    where = _location(tuple(problem["loc"]))
-    if problem["type"] == "missing":
-        parent, _, name = where.rpartition(".")
-        return f"{manifest_path}{': ' + parent if parent else ''} lacks {name!r}"
-    if problem["type"] == "extra_forbidden":
-        return f"{manifest_path}: {where} is not a field of a patch manifest"
-    shown = repr(problem["input"])
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    message = str(problem["msg"]).removeprefix("Value error, ")
-    return f"{manifest_path}: {where or 'the manifest'}: {message} (got {shown})"
-
-
 def load_patch(path: Path) -> Patch:
     """Read and check a patch: its manifest's fields, the manifest's own hash, and every
     stored tensor's checksum."""
@@ -245,7 +222,9 @@ def load_patch(path: Path) -> Patch:
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as error:
-        raise PatchFormatError(_validation_message(error, manifest_path)) from None
+        raise PatchFormatError(
+            field_problem(str(manifest_path), error, "a patch manifest")
+        ) from None
     digest = manifest_sha256(raw)
     if digest != manifest.manifest_sha256:
         raise PatchFormatError(

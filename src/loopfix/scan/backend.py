@@ -29,7 +29,7 @@ def backend_spec(
             raise BackendError("--warning: only the hf engine reads the model while it generates")
         from loopfix.states.warning import load_warning
 
-        warning = load_warning(config.warning)
+        warning = load_warning(config.warning, config.model)
     ray = None
     if config.ray_address is not None:
         if config.backend == "openai":

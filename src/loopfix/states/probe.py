@@ -148,12 +148,12 @@ def load_probe(path: Path = SHIPPED_PROBE) -> StateProbe:
 
 
 def combined_verdict(
-    text_verdict: LoopVerdict, probability: float, probe: StateProbe
+    text_verdict: LoopVerdict, probability: float | None, probe: StateProbe
 ) -> LoopVerdict:
     """ "Detector OR probe": the text tiers' verdict when they find a loop, else a semantic loop
     decided by the states when the probe fires (score = its probability; no onset or period:
     the probe sees the whole tail, not a unit), else not looping."""
-    if text_verdict.looping or not probe.fires(probability):
+    if text_verdict.looping or probability is None or not probe.fires(probability):
         return text_verdict
     return replace(
         LoopVerdict.not_looping(),
@@ -166,13 +166,18 @@ def combined_verdict(
 
 def probe_probabilities(
     probe: StateProbe, texts: Sequence[str], *, batch_size: int = 8
-) -> list[float]:
-    """The probe's probability for each text, from its scorer's states (loads the scorer)."""
+) -> list[float | None]:
+    """The probe's probability for each text, from its scorer's states (loads the scorer when
+    there is a text); None for an empty text, which has no states to read."""
     from loopfix.models import load_model
     from loopfix.states.features import layer_features, pooled_states
 
+    read = [text for text in texts if text]
+    if not read:
+        return [None] * len(texts)
     model, tokenizer = load_model(probe.scorer, device="cpu")
     pooled = pooled_states(
-        model, tokenizer, texts, batch_size=batch_size, max_tokens=probe.max_tokens
+        model, tokenizer, read, batch_size=batch_size, max_tokens=probe.max_tokens
     )
-    return [float(p) for p in probe.probability(layer_features(pooled, probe.layers))]
+    found = iter(probe.probability(layer_features(pooled, probe.layers)).tolist())
+    return [next(found) if text else None for text in texts]

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from loopfix.errors import LoopfixError
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
@@ -39,6 +41,9 @@ def step_signals(
     output of decoder layer i."""
     if not prompt or not output:
         raise ValueError("a step needs a prompt token before it and an output token")
+    vocabulary = int(model.config.get_text_config().vocab_size)
+    if max(output) >= vocabulary:  # an edited record, or another model's: not an index error
+        raise LoopfixError(f"tokens: id {max(output)} is not in the model's {vocabulary} ids")
     ids = torch.tensor([[*prompt, *output]], device=model.device)
     with torch.no_grad():
         result = model(input_ids=ids, output_hidden_states=True)

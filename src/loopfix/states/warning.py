@@ -20,21 +20,23 @@ never loop get a warning anywhere.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from loopfix.detect import DetectConfig
+from loopfix.errors import LoopfixError, field_problem
 
 if TYPE_CHECKING:
     from loopfix.states.steps import StepSignals
 
 __all__ = [
+    "MAX_WINDOW",
     "WarningProbe",
     "choose_threshold",
     "load_warning",
@@ -49,6 +51,9 @@ SIGNALS = 4  # the features after the state: mean top-1, flywheel, entropy strea
 STREAK_WINDOWS = 4
 """The entropy streak saturates at this many windows: a step then reads at most that many
 entropies back, so its cost does not grow with the output."""
+MAX_WINDOW = 4096
+"""The widest window a probe reads (`loopfix warn --window`): a feature over more steps than an
+output has warns no earlier than the length alone, and a huge one would be allocated per step."""
 
 
 def _window_means(values: np.ndarray, window: int) -> np.ndarray:
@@ -215,27 +220,87 @@ class WarningProbe:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WarningProbe:
-        return cls(
-            str(data["model"]),
-            int(data["layer"]),
-            int(data["window"]),
-            bool(data["states"]),
-            np.asarray(data["mean"], dtype=np.float64),
-            np.asarray(data["scale"], dtype=np.float64),
-            np.asarray(data["weights"], dtype=np.float64),
-            float(data["bias"]),
-            float(data["threshold"]),
-            dict(data["provenance"]),
+        """A probe from `to_json`'s fields, checked (a pydantic ValidationError if not)."""
+        probe = ProbeFile.model_validate(data)
+        mean, scale, weights = (np.asarray(v, dtype=np.float64) for v in probe.vectors())
+        head = (probe.model, probe.layer, probe.window, probe.states, mean, scale, weights)
+        return cls(*head, probe.bias, probe.threshold, probe.provenance)
+
+
+Positive = Annotated[float, Field(gt=0)]
+
+
+class ProbeFile(BaseModel):
+    """warning_probe.json as `to_json` writes it: every type as written, the vectors one per
+    feature (`SIGNALS` of them after the state's width when the probe reads `states`)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+    model: str = Field(min_length=1)
+    layer: int = Field(ge=0)
+    window: int = Field(ge=1, le=MAX_WINDOW)
+    states: bool
+    mean: list[float]
+    scale: list[Positive]
+    weights: list[float]
+    bias: float
+    threshold: float
+    provenance: dict[str, Any]
+
+    def vectors(self) -> tuple[list[float], list[float], list[float]]:
+        return self.mean, self.scale, self.weights
+
+    @model_validator(mode="after")
+    def _one_per_feature(self) -> ProbeFile:
+        lengths = {len(vector) for vector in self.vectors()}
+        width = min(lengths) - SIGNALS
+        if len(lengths) > 1 or width < 0 or (width > 0) != self.states:
+            raise ValueError(
+                f"mean, scale and weights need one number per feature, {SIGNALS} signals after "
+                f"the state's width when states is true (lengths {sorted(lengths)})"
+            )
+        return self
+
+
+def load_warning(path: str | Path, model: str) -> WarningProbe:
+    """A probe `loopfix warn` wrote (warning_probe.json), checked against `model`, the one it
+    will read while generating: fitted on it, a layer it has, its states' width (the engine
+    would otherwise fail mid-run). Anything else is one line naming the file and field."""
+    from transformers import AutoConfig
+
+    from loopfix.models import resolve_model_path
+
+    where = f"--warning: {path}"
+    try:
+        data = ProbeFile.model_validate_json(Path(path).read_bytes())
+    except ValidationError as error:  # not JSON, not UTF-8, or a field
+        raise LoopfixError(field_problem(where, error, "a warning probe")) from None
+    probe = WarningProbe.from_json(data.model_dump())
+    if probe.model != model and _where(probe.model) != _where(model):
+        raise LoopfixError(
+            f"{where}: model: fitted on {probe.model!r}, not {model!r}; fit one on this "
+            "model's own scan (`loopfix warn`)"
         )
+    text = AutoConfig.from_pretrained(resolve_model_path(model)).get_text_config()
+    if probe.layer > text.num_hidden_layers:
+        raise LoopfixError(
+            f"{where}: layer: {model} has layers 0..{text.num_hidden_layers}, not {probe.layer}"
+        )
+    width = len(probe.weights) - SIGNALS
+    if probe.states and width != text.hidden_size:
+        raise LoopfixError(
+            f"{where}: weights: {width} state weights, but {model}'s hidden states have "
+            f"{text.hidden_size}"
+        )
+    return probe
 
 
-def load_warning(path: str | Path) -> WarningProbe:
-    """A probe `loopfix warn` wrote (warning_probe.json); a bad file is a one-line error."""
-    from loopfix.errors import LoopfixError
+def _where(spec: str) -> str:
+    """What a model spec points at, so that two spellings of one folder compare equal."""
+    from loopfix.models import resolve_model_path
 
     try:
-        return WarningProbe.from_json(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise LoopfixError(
-            f"--warning: {path} is not a warning probe written by `loopfix warn` ({error})"
-        ) from error
+        path = Path(resolve_model_path(spec))
+    except LoopfixError:
+        return spec
+    return str(path.resolve()) if path.is_dir() else str(path)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 
 from loopfix.lab.hints import strip_hints
 from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
-from loopfix.suites.items import SuiteError
 from loopfix.suites.tasks import check_task
 
 __all__ = [
@@ -113,10 +112,8 @@ def _check_sequence(text: str, answer: str, meta: Mapping[str, object]) -> bool:
     # that first repeats the given terms is not penalised for it, one that runs on past the
     # asked-for terms is.
     numbers = [int(number) for number in _WHOLE_NUMBER.findall(text)]
-    listed = meta.get("given", [])
-    if not isinstance(listed, list):
-        raise SuiteError(f"a sequence item's meta 'given' must be a list, not {listed!r}")
-    given = [int(number) for number in listed]
+    given = meta.get("given", [])
+    assert isinstance(given, list)  # of whole numbers: parse_item checked it
     if given and numbers[: len(given)] == given:
         numbers = numbers[len(given) :]
     return numbers == [int(number) for number in _WHOLE_NUMBER.findall(answer)]
@@ -132,10 +129,8 @@ def scored_walk(item_meta: Mapping[str, object], text: str, stopped: bool) -> li
 def _check_stargraph(text: str, meta: Mapping[str, object], stopped: bool) -> bool:
     # The walk is read back from the words of the text, so the checker works on any backend's
     # output; EOS is not part of the text, so whether generation stopped comes separately.
-    graph = meta.get("graph")
-    if not isinstance(graph, dict):
-        raise SuiteError("a stargraph item's meta needs its 'graph' (an object)")
-    return score_walk(StarGraph.from_dict(graph), scored_walk(meta, text, stopped)).success
+    graph = StarGraph.from_dict(meta.get("graph"))  # parse_item checked it
+    return score_walk(graph, scored_walk(meta, text, stopped)).success
 
 
 def _compare(extract: Callable[[str], str | None]) -> Callable[[str, str], bool]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from loopfix.errors import LoopfixError
+from loopfix.lab.stargraph import StarGraph
 
 __all__ = ["CHECKERS", "SuiteError", "SuiteItem", "parse_item", "read_suite_file"]
 
@@ -91,16 +92,36 @@ def _field_problem(data: dict[str, object]) -> tuple[str, str] | None:
         return "id", "required, a non-empty string"
     if ("prompt" in data) == ("messages" in data):
         return "prompt", "exactly one of 'prompt' and 'messages' is required"
-    if "prompt" in data and not isinstance(data["prompt"], str):
-        return "prompt", "must be a string"
+    if "prompt" in data and not (isinstance(data["prompt"], str) and data["prompt"].strip()):
+        return "prompt", "must be a string with more than white space (a model needs a prompt)"
     if "messages" in data and (problem := _check_messages(data["messages"])):
         return "messages", problem
     if "answer" in data and not isinstance(data["answer"], (str, int, float)):
         return "answer", "must be a string or a number"
     if "checker" in data and (problem := _check_checker(data["checker"])):
         return "checker", problem
-    if "meta" in data and not isinstance(data["meta"], dict):
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
         return "meta", "must be an object"
+    return _meta_problem(data.get("checker"), meta)
+
+
+def _meta_problem(checker: object, meta: dict[str, Any]) -> tuple[str, str] | None:
+    """What the item's checker reads from `meta`, checked before generating, not after."""
+    given = meta.get("given", [])
+    if checker == "sequence" and not (
+        isinstance(given, list) and all(type(term) is int for term in given)
+    ):
+        return "meta.given", "must be a list of whole numbers (the terms the prompt gives)"
+    if checker == "tasks" and not (
+        isinstance(meta.get("family"), str) and isinstance(meta.get("items"), list)
+    ):
+        return "meta", "a tasks item needs 'family' (a string) and 'items' (a list)"
+    if checker == "stargraph":
+        try:
+            StarGraph.from_dict(meta.get("graph"))
+        except ValueError:
+            return "meta.graph", "must be the graph: root, arms, edges, target_arm (as drawn)"
     return None
 
 

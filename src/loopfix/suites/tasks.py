@@ -31,7 +31,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 
-from loopfix.suites.items import SuiteError, SuiteItem
+from loopfix.suites.items import SuiteItem
 
 __all__ = [
     "FAMILIES",
@@ -183,8 +183,7 @@ def _items_of_kind(entries: list[str], family: str, expected: list[str]) -> list
 
 def _found_and_expected(text: str, meta: Mapping[str, object]) -> tuple[list[str], list[str]]:
     family, items = meta.get("family"), meta.get("items")
-    if not isinstance(family, str) or not isinstance(items, list):
-        raise SuiteError("a tasks item's meta needs 'family' (a string) and 'items' (a list)")
+    assert isinstance(family, str) and isinstance(items, list)  # parse_item checked them
     expected = [str(item).casefold() for item in items]
     return _items_of_kind(list_items(text), family, expected), expected
 
