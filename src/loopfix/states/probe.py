@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from loopfix.detect import LoopVerdict
 
@@ -34,32 +35,6 @@ class ProbeProvenance:
     regularisation: str
     threshold_rule: str
     tune_metrics: dict[str, float]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "corpus": self.corpus,
-            "corpus_commit": self.corpus_commit,
-            "split_rule": self.split_rule,
-            "features": self.features,
-            "regularisation": self.regularisation,
-            "threshold_rule": self.threshold_rule,
-            "tune_metrics": dict(self.tune_metrics),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> ProbeProvenance:
-        metrics = data["tune_metrics"]
-        if not isinstance(metrics, dict):
-            raise ValueError("probe provenance: tune_metrics must be an object")
-        return cls(
-            corpus=str(data["corpus"]),
-            corpus_commit=str(data["corpus_commit"]),
-            split_rule=str(data["split_rule"]),
-            features=str(data["features"]),
-            regularisation=str(data["regularisation"]),
-            threshold_rule=str(data["threshold_rule"]),
-            tune_metrics={str(key): float(value) for key, value in metrics.items()},
-        )
 
 
 @dataclass(frozen=True)
@@ -102,17 +77,16 @@ class StateProbe:
             "mean": _rounded(self.mean),
             "scale": _rounded(self.scale),
             "weights": _rounded(self.weights),
-            "provenance": self.provenance.to_json(),
+            "provenance": asdict(self.provenance),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> StateProbe:
         if data.get("version") != PROBE_VERSION:
             raise ValueError(f"probe: version {data.get('version')!r}, expected {PROBE_VERSION}")
-        provenance = data["provenance"]
         layers = data["layers"]
-        if not isinstance(provenance, dict) or not isinstance(layers, list):
-            raise ValueError("probe: provenance must be an object and layers a list")
+        if not isinstance(layers, list):
+            raise ValueError("probe: layers must be a list")
         return cls(
             scorer=str(data["scorer"]),
             max_tokens=int(str(data["max_tokens"])),
@@ -122,7 +96,7 @@ class StateProbe:
             weights=_array(data["weights"]),
             bias=float(str(data["bias"])),
             threshold=float(str(data["threshold"])),
-            provenance=ProbeProvenance.from_json(provenance),
+            provenance=TypeAdapter(ProbeProvenance).validate_python(data["provenance"]),
         )
 
 

@@ -222,7 +222,7 @@ class WarningProbe:
     def from_json(cls, data: Mapping[str, Any]) -> WarningProbe:
         """A probe from `to_json`'s fields, checked (a pydantic ValidationError if not)."""
         probe = ProbeFile.model_validate(data)
-        mean, scale, weights = (np.asarray(v, dtype=np.float64) for v in probe.vectors())
+        mean, scale, weights = (np.asarray(v) for v in (probe.mean, probe.scale, probe.weights))
         head = (probe.model, probe.layer, probe.window, probe.states, mean, scale, weights)
         return cls(*head, probe.bias, probe.threshold, probe.provenance)
 
@@ -247,12 +247,9 @@ class ProbeFile(BaseModel):
     threshold: float
     provenance: dict[str, Any]
 
-    def vectors(self) -> tuple[list[float], list[float], list[float]]:
-        return self.mean, self.scale, self.weights
-
     @model_validator(mode="after")
     def _one_per_feature(self) -> ProbeFile:
-        lengths = {len(vector) for vector in self.vectors()}
+        lengths = {len(self.mean), len(self.scale), len(self.weights)}
         width = min(lengths) - SIGNALS
         if len(lengths) > 1 or width < 0 or (width > 0) != self.states:
             raise ValueError(
