@@ -280,6 +280,12 @@ def _handler(upstream: ScriptedUpstream) -> type[BaseHTTPRequestHandler]:
                     Content_Type="text/event-stream",
                     Content_Encoding="gzip",
                 )
+            elif model == "endless-json":  # ignores `stream`; its answer never ends
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                for _ in range(1024):  # 1 GiB at most: the proxy hangs up long before
+                    self.wfile.write(b" " * (1 << 20))
             elif body.get("json_answer"):
                 self._json(200, json_answer(body, chat))
             else:

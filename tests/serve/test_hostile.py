@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from loopfix.serve import ServeConfig
-from loopfix.serve.protocol import MAX_CHOICES, MAX_TOOL_CALLS
+from loopfix.serve.protocol import MAX_ANSWER_BYTES, MAX_CHOICES, MAX_TOOL_CALLS
 
 from .proxy import (
     assert_openai_error,
@@ -116,6 +116,17 @@ def test_junk_bodies_from_the_upstream_are_502s(proxy: str, upstream: ScriptedUp
         assert requests_counted(proxy, 502, "/v1/models") == before + 1
     finally:
         upstream.models_reply = None
+
+
+def test_an_answer_that_never_ends_is_a_502_read_no_further_than_its_bound(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    """An upstream that ignores `stream` and sends a JSON answer without end: the proxy stops
+    reading at MAX_ANSWER_BYTES and hangs up, instead of holding it all."""
+    message = assert_openai_error(httpx.post(proxy + CHAT, json=chat("endless-json")), 502)
+    assert f"longer than {MAX_ANSWER_BYTES} bytes" in message
+    record = upstream.last()
+    assert record.finished.wait(10) and record.disconnected
 
 
 def test_a_cut_stream_is_an_error_after_the_text_it_carried(proxy: str) -> None:

@@ -19,10 +19,12 @@ CHAT_PATH = "/v1/chat/completions"
 # What one request may hold, so that no upstream event makes the proxy allocate more than the
 # text it carries: choices (n x prompts; a client asking more gets a 400, an upstream event
 # naming a choice the request did not ask for is a 502), tool calls per choice (a delta's
-# `index` names one), and bytes per upstream event (one SSE line).
+# `index` names one), bytes per upstream event (one SSE line), and bytes of an upstream answer
+# that is no stream (a JSON completion from an upstream that ignored `stream`, /v1/models).
 MAX_CHOICES = 128
 MAX_TOOL_CALLS = 128
 MAX_EVENT_BYTES = 1 << 20
+MAX_ANSWER_BYTES = 64 << 20
 
 # Per-token logprobs: every field is a list with one entry per token (chat: `content`,
 # `refusal`; completions: `tokens`, `token_logprobs`, `top_logprobs`, `text_offset`).

@@ -23,6 +23,7 @@ import httpx
 from loopfix.serve.metrics import ServeMetrics
 from loopfix.serve.protocol import (
     CHAT_PATH,
+    MAX_ANSWER_BYTES,
     MAX_EVENT_BYTES,
     MAX_TOOL_CALLS,
     TEXT_FIELDS,
@@ -61,10 +62,10 @@ class UpstreamError(Exception):
 _FORWARDED_HEADERS = ("retry-after",)
 
 
-def _upstream_message(response: httpx.Response) -> str:
+def _upstream_message(response: httpx.Response, content: bytes) -> str:
     try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
+        error = parse_json(content).get("error")
+    except (ValueError, AttributeError, RecursionError):
         error = None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return str(error["message"])
@@ -104,7 +105,7 @@ def _protocol_error(metrics: ServeMetrics, message: str) -> UpstreamError:
     return UpstreamError(502, message)
 
 
-def _status_error(response: httpx.Response, metrics: ServeMetrics) -> UpstreamError:
+def _status_error(response: httpx.Response, content: bytes, metrics: ServeMetrics) -> UpstreamError:
     """An answer other than 200: an error status is passed on with its message and
     Retry-After; a redirect or another success the proxy cannot use is the upstream's fault."""
     metrics.upstream_errors.labels("status").inc()
@@ -120,7 +121,7 @@ def _status_error(response: httpx.Response, metrics: ServeMetrics) -> UpstreamEr
     headers = {
         name: response.headers[name] for name in _FORWARDED_HEADERS if name in response.headers
     }
-    return UpstreamError(status, _upstream_message(response), headers=headers)
+    return UpstreamError(status, _upstream_message(response, content), headers=headers)
 
 
 def _not_int(value: object) -> bool:
@@ -329,16 +330,11 @@ class Upstream:
         choices = choice_count(body, path == CHAT_PATH)
         if response.status_code == 200 and streamed:
             return UpstreamStream(response, self._metrics, choices)
-        try:
-            await response.aread()
-        except httpx.HTTPError as error:
-            raise _failure(error, self._metrics, "reading an answer") from None
-        finally:
-            await response.aclose()
+        content = await self._whole(response, "reading an answer")
         if response.status_code != 200:
-            raise _status_error(response, self._metrics)
+            raise _status_error(response, content, self._metrics)
         try:
-            answer = events_of_answer(parse_json(response.content))
+            answer = events_of_answer(parse_json(content))
         except (ValueError, RecursionError) as error:
             message = (
                 f"upstream answered a streaming request with a body that is no stream: {error}"
@@ -346,16 +342,40 @@ class Upstream:
             raise _protocol_error(self._metrics, message) from None
         return UpstreamStream(response, self._metrics, choices, answer)
 
+    async def _whole(self, response: httpx.Response, stage: str) -> bytes:
+        """The whole body of an answer that is no stream, read no further than MAX_ANSWER_BYTES
+        (an upstream must not fill the proxy's memory); the response is closed."""
+        content = bytearray()
+        try:
+            async for piece in response.aiter_bytes():
+                content += piece
+                if len(content) > MAX_ANSWER_BYTES:
+                    message = f"upstream answer longer than {MAX_ANSWER_BYTES} bytes ({stage})"
+                    raise _protocol_error(self._metrics, message)
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, stage) from None
+        finally:
+            await response.aclose()
+        return bytes(content)
+
+    async def _answer(self, method: str, path: str, body: object = None) -> bytes:
+        """The body of a request whose answer is no stream; a status other than 200 raises."""
+        stage = f"{method} {path}"
+        try:
+            request = self._client.build_request(method, path, json=body)
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, stage) from None
+        content = await self._whole(response, stage)
+        if response.status_code != 200:
+            raise _status_error(response, content, self._metrics)
+        return content
+
     async def models(self) -> Any:
         """The upstream's GET /v1/models answer."""
+        content = await self._answer("GET", "/v1/models")
         try:
-            response = await self._client.get("/v1/models")
-        except httpx.HTTPError as error:
-            raise _failure(error, self._metrics, "GET /v1/models") from None
-        if response.status_code != 200:
-            raise _status_error(response, self._metrics)
-        try:
-            return response.json()
+            return parse_json(content)
         except (ValueError, RecursionError):
             raise _protocol_error(
                 self._metrics, "upstream /v1/models answered a body that is not JSON"
@@ -365,13 +385,11 @@ class Upstream:
         """The upstream tokenizer's ids for `text` (vLLM's `/tokenize`; no special tokens)."""
         body = {"model": model, "prompt": text, "add_special_tokens": False}
         try:
-            response = await self._client.post("/tokenize", json=body)
-        except httpx.HTTPError as error:
-            raise _failure(error, self._metrics, "POST /tokenize") from None
-        if response.status_code != 200:
-            raise UpstreamError(502, f"upstream /tokenize: {_upstream_message(response)}")
+            content = await self._answer("POST", "/tokenize", body)
+        except UpstreamError as error:
+            raise UpstreamError(502, f"upstream /tokenize: {error.message}") from None
         try:
-            tokens = response.json()["tokens"]
+            tokens = parse_json(content)["tokens"]
             if not isinstance(tokens, list) or any(_not_int(token) for token in tokens):
                 raise TypeError
         except (ValueError, RecursionError, TypeError, KeyError):
