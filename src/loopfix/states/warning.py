@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from loopfix.detect import DetectConfig
 from loopfix.errors import LoopfixError, field_problem
+from loopfix.states.probe import sigmoid
 
 if TYPE_CHECKING:
     from loopfix.states.steps import StepSignals
@@ -151,8 +152,7 @@ class WarningProbe:
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         logits = ((features - self.mean) / self.scale) @ self.weights + self.bias
-        result: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
-        return result
+        return sigmoid(logits)
 
     @cached_property
     def _state_weights(self) -> tuple[np.ndarray, float]:
@@ -194,7 +194,7 @@ class WarningProbe:
         logit = (signals - self.mean[width:]) / self.scale[width:] @ self.weights[width:]
         if self.states:
             logit += float(np.mean(projected[-window:])) - self._state_weights[1]
-        return float(1.0 / (1.0 + np.exp(-(logit + self.bias))))
+        return float(sigmoid(np.asarray(logit + self.bias)))
 
     def first_warning(self, probabilities: np.ndarray) -> int | None:
         """The first step at which it warns, or None."""
