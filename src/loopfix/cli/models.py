@@ -24,8 +24,14 @@ def register(app: typer.Typer) -> None:
     "(name, kind, where; tab-separated)." + examples("loopfix models list"),
 )
 def list_command() -> None:
+    from loopfix.models.delta import DERIVED_MODELS
     from loopfix.models.errors import ModelLoadError
-    from loopfix.models.loading import TESTBED_PREFIX, bundled_testbeds, testbed_dir
+    from loopfix.models.loading import (
+        TESTBED_PREFIX,
+        bundled_checkpoints,
+        bundled_testbeds,
+        testbed_dir,
+    )
     from loopfix.models.packaged import PACKAGED_MODELS, packaged_model_path
 
     for name in bundled_testbeds():
@@ -36,6 +42,10 @@ def list_command() -> None:
         except ModelLoadError as error:
             where = f"unavailable: {error}"
         typer.echo(f"{TESTBED_PREFIX}{name}\tgguf\t{where}")
+    for name, entry in DERIVED_MODELS.items():
+        # A base model plus a shipped delta, merged into the cache on first load.
+        delta = bundled_checkpoints() / entry.folder
+        typer.echo(f"{TESTBED_PREFIX}{name}\tdelta\t{delta} on {TESTBED_PREFIX}{entry.base}")
 
 
 @models_app.command(

@@ -12,6 +12,7 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from loopfix.models.delta import DERIVED_MODELS, derived_folder
 from loopfix.models.errors import ModelLoadError
 from loopfix.models.gguf import converted_folder, is_gguf
 from loopfix.models.packaged import PACKAGED_MODELS, packaged_model_path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TESTBED",
+    "bundled_checkpoints",
     "TESTBED_DIR_VARIABLE",
     "TESTBED_PREFIX",
     "ModelLoadError",
@@ -46,11 +48,16 @@ in the local cache only."""
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def bundled_checkpoints() -> Path:
+    """The package's own checkpoint folder (the testbeds, the shipped deltas)."""
+    return Path(__file__).parents[1] / "lab" / "checkpoints"  # located, not imported
+
+
 def testbed_dir() -> Path:
     override = os.environ.get(TESTBED_DIR_VARIABLE)
     if override:
         return Path(override).expanduser()
-    return Path(__file__).parents[1] / "lab" / "checkpoints"  # located, not imported
+    return bundled_checkpoints()
 
 
 def bundled_testbeds() -> list[str]:
@@ -65,13 +72,19 @@ def resolve_model_path(spec: str | Path) -> str:
     """The folder a spec names, or the spec itself when it can only be a hub id.
 
     A `.gguf` file, or `loopfix:NAME` of a GGUF shipped in a package (`loopfix:smollm2`),
-    resolves to its converted folder in the cache, converted on first use (`models.gguf`).
+    resolves to its converted folder in the cache, converted on first use (`models.gguf`); a
+    derived model (`loopfix:smollm2-think`) to its base with the shipped delta merged in, also
+    built once into the cache (`models.delta`).
     """
     text = str(spec)
     if text.startswith(TESTBED_PREFIX):
         name = text.removeprefix(TESTBED_PREFIX)
         if name in PACKAGED_MODELS:
             return str(converted_folder(packaged_model_path(name)))
+        if name in DERIVED_MODELS:
+            entry = DERIVED_MODELS[name]
+            base = Path(resolve_model_path(TESTBED_PREFIX + entry.base))
+            return str(derived_folder(name, base, bundled_checkpoints() / entry.folder))
         return str(_testbed_path(name))
     path = Path(text).expanduser()
     if path.is_dir():
@@ -111,7 +124,8 @@ def _testbed_path(name: str) -> Path:
     # Membership in the listing also refuses names that would leave the folder ("../x").
     available = bundled_testbeds()
     if name not in available:
-        choices = ", ".join(TESTBED_PREFIX + known for known in [*available, *PACKAGED_MODELS])
+        known = [*available, *PACKAGED_MODELS, *DERIVED_MODELS]
+        choices = ", ".join(TESTBED_PREFIX + other for other in known)
         raise ModelLoadError(
             f"unknown model {TESTBED_PREFIX}{name}; available: {choices} "
             f"(testbeds in {testbed_dir()})"
