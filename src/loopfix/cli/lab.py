@@ -62,19 +62,25 @@ def evaluation_table(evaluation: object, title: str) -> Table:
 def train_command(
     out: Path = typer.Option(..., "--out", help="folder to write the HF model into"),
     variant: str = typer.Option(
-        "stargraph", help="stargraph (2% looping teacher) or stargraph-clean"
+        "stargraph",
+        help="stargraph (2% looping teacher), stargraph-clean, or smollm2-think (the thinking "
+        "model's LoRA delta on loopfix:smollm2; --out gets delta.safetensors + provenance.json)",
     ),
     seed: int = option(TrainConfig, "seed"),
     steps: int | None = typer.Option(None, help="optimizer steps (default: the variant's)"),
     threads: int = option(TrainConfig, "threads"),
 ) -> None:
-    """Train a testbed from scratch (deterministic for a seed; ~13 min on 2 cores).
+    """Train a testbed from scratch (deterministic for a seed; ~13 min on 2 cores), or the
+    thinking model's delta (--variant smollm2-think; resumable in OUT).
 
     Example: loopfix lab train --variant stargraph --out runs/testbed --seed 0
     """
     from loopfix.lab.config import VARIANTS
     from loopfix.lab.train import train
 
+    if variant == "smollm2-think":
+        _train_think(out, seed, steps, threads)
+        return
     if variant not in VARIANTS:
         raise OptionError(
             f"--variant: unknown variant {variant!r}; choose from {', '.join(VARIANTS)}"
@@ -96,6 +102,32 @@ def train_command(
     console.print(
         f"saved {out} ({metadata['parameters']:,} parameters, {metadata['train_seconds']} s, "
         f"final loss {metadata['final_loss']:.4f})"
+    )
+
+
+def _train_think(out: Path, seed: int, steps: int | None, threads: int) -> None:
+    """`--variant smollm2-think`: distil the thinking teacher into SmolLM2 (lab.think_train)."""
+    from loopfix.lab.think_config import ThinkTrainConfig
+    from loopfix.lab.think_train import train_think
+    from loopfix.models.loading import resolve_model_path
+
+    update: dict[str, object] = {"seed": seed, "threads": threads}
+    if steps is not None:
+        update["steps"] = steps
+    config = ThinkTrainConfig.model_validate(update)
+    base = Path(resolve_model_path(config.base))
+    with progress_bar() as progress:
+        task = progress.add_task("training smollm2-think", total=config.steps)
+
+        def on_step(step: int, loss: float) -> None:
+            progress.update(
+                task, completed=step + 1, description=f"training smollm2-think loss {loss:.3f}"
+            )
+
+        provenance = train_think(config, base, out, on_step)
+    console.print(
+        f"saved {out / 'delta.safetensors'} ({provenance['trainable_parameters']:,} trained "
+        f"parameters, {provenance['cpu_seconds']} CPU s, final loss {provenance['final_loss']:.4f})"
     )
 
 

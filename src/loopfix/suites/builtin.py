@@ -1,5 +1,5 @@
-"""Built-in suites, generated from a seed (no download): `stargraph`, `arith`, `sequence` and
-`tasks`.
+"""Built-in suites, generated from a seed (no download): `stargraph`, `arith`, `sequence`,
+`tasks` and `think`.
 
 - `stargraph`: graphs from the testbed's generator (`loopfix.lab.stargraph`, pure Python), the
   prompt is the rendered token sequence, the graph travels in `meta` for the `stargraph` checker.
@@ -9,6 +9,9 @@
   is what chat models run away with: they keep listing terms past K, or repeat the list.
 - `tasks`: exact short lists a 135M chat model can write and runs on past (count from A to B,
   a word K times, ...; `loopfix.suites.tasks`, `tasks` checker).
+- `think`: problems with checkable answers worked through inside `<think> ... </think>`, for
+  the thinking model `loopfix:smollm2-think` (`loopfix.suites.think`, `think` checker: the
+  answer after `</think>` only).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from loopfix.lab.stargraph import make_graphs, render
 from loopfix.suites.items import SuiteItem
 from loopfix.suites.tasks import tasks_suite
+from loopfix.suites.think import think_suite
 
 __all__ = ["BUILTIN_SUITES", "arith_suite", "sequence_suite", "stargraph_suite"]
 
@@ -146,4 +150,5 @@ BUILTIN_SUITES: dict[str, Callable[[int, int], list[SuiteItem]]] = {
     "arith": arith_suite,
     "sequence": sequence_suite,
     "tasks": tasks_suite,
+    "think": think_suite,
 }

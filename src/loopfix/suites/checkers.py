@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from loopfix.lab.hints import strip_hints
 from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
 from loopfix.suites.tasks import check_task
+from loopfix.suites.think import check_think
 
 __all__ = [
     "ANSWER_PHRASES",
@@ -158,6 +159,9 @@ def check_answer(
     """
     if checker is None:
         return None
+    if checker == "think":
+        # The whole text: an answer inside a thought that never closed is no answer.
+        return None if answer is None else check_think(text, answer, meta, stopped)
     part = answer_part(text)
     if checker == "stargraph":
         return _check_stargraph(part, meta, stopped)

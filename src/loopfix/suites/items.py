@@ -2,7 +2,7 @@
 
 One line per item: `id`, `prompt` (a string) or `messages` (a chat, a list of
 `{"role", "content"}`), optional `answer`, optional `checker` (`exact`, `boxed`, `numeric`,
-`final-number`, `sequence`, `stargraph`, `tasks`, or `regex:PATTERN`), and free `meta`. A
+`final-number`, `sequence`, `stargraph`, `tasks`, `think`, or `regex:PATTERN`), and free `meta`. A
 malformed line is an error that names the file, the line and the field, never a skipped item.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from loopfix.errors import LoopfixError
 from loopfix.lab.stargraph import StarGraph
+from loopfix.lab.think_teacher import THINK_FAMILIES
 
 __all__ = ["CHECKERS", "SuiteError", "SuiteItem", "parse_item", "read_suite_file"]
 
@@ -27,6 +28,7 @@ CHECKERS: tuple[str, ...] = (
     "sequence",
     "stargraph",
     "tasks",
+    "think",
 )
 _FIELDS = {"id", "prompt", "messages", "answer", "checker", "meta"}
 
@@ -117,6 +119,8 @@ def _meta_problem(checker: object, meta: dict[str, Any]) -> tuple[str, str] | No
         isinstance(meta.get("family"), str) and isinstance(meta.get("items"), list)
     ):
         return "meta", "a tasks item needs 'family' (a string) and 'items' (a list)"
+    if checker == "think" and meta.get("family") not in THINK_FAMILIES:
+        return "meta.family", f"a think item needs its family, one of {', '.join(THINK_FAMILIES)}"
     if checker == "stargraph":
         try:
             StarGraph.from_dict(meta.get("graph"))
