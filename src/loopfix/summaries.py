@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, fields
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, get_origin, get_type_hints
 
 from pydantic import JsonValue
 
@@ -34,18 +34,42 @@ _Record = TypeVar("_Record", bound="FlatRecord")
 
 class FlatRecord:
     """A frozen dataclass whose file shape is its fields in order, each a JSON value as it
-    stands (numbers, strings, None, string-keyed dicts of them): `to_json` and `from_json`
-    follow from the fields, so a field added is written and read back with nothing else to
-    change."""
+    stands (numbers, strings, None, string-keyed dicts of them), a tuple (written as a list), a
+    nested `FlatRecord` (its own object) or a `Rate` (two keys: `name` and `name_ci95`):
+    `to_json` and `from_json` follow from the fields, so a field added is written and read back
+    with nothing else to change."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what @dataclass gives the subclass
 
-    def to_json(self) -> dict[str, object]:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, Rate):
+                data |= value.json_items(field.name)
+            elif isinstance(value, FlatRecord):
+                data[field.name] = value.to_json()
+            else:
+                data[field.name] = list(value) if isinstance(value, tuple) else value
+        return data
 
     @classmethod
     def from_json(cls: type[_Record], data: Mapping[str, Any]) -> _Record:
-        return cls(**{field.name: data[field.name] for field in fields(cls)})
+        kinds = get_type_hints(cls)
+        return cls(
+            **{field.name: _read(kinds[field.name], data, field.name) for field in fields(cls)}
+        )
+
+
+def _read(kind: Any, data: Mapping[str, Any], name: str) -> Any:
+    """Field `name` of a `FlatRecord` of type `kind` from its file shape."""
+    if kind is Rate:
+        return Rate.from_json(data, name)
+    if get_origin(kind) is tuple:
+        return tuple(data[name])
+    if isinstance(kind, type) and issubclass(kind, FlatRecord):
+        return kind.from_json(data[name])
+    return data[name]
 
 
 @dataclass(frozen=True)
@@ -72,7 +96,7 @@ class Rate:
 
 
 @dataclass(frozen=True)
-class SettingSummary:
+class SettingSummary(FlatRecord):
     """The statistics of the samples of one decode setting (`scan.summary.setting_summary`)."""
 
     temperature: float
@@ -97,68 +121,13 @@ class SettingSummary:
     unknown_lengths: int
     outcomes: dict[str, int]  # outcome class -> samples (`scan.outcomes`)
 
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "temperature": self.temperature,
-            "settings": dict(self.settings),
-            "n": self.n,
-            "overlong": self.overlong,
-            "errors": self.errors,
-            "loops": self.loops,
-            **self.loop_rate.json_items("loop_rate"),
-            "detector_looping": self.detector_looping,
-            **self.paper_loop_rate.json_items("paper_loop_rate"),
-            "paper_ngram": list(self.paper_ngram),
-            **self.cut_rate.json_items("cut_rate"),
-            "server_repetition": self.server_repetition,
-            "judged": self.judged,
-            **self.accuracy.json_items("accuracy"),
-            "judged_non_looping": self.judged_non_looping,
-            **self.accuracy_non_looping.json_items("accuracy_non_looping"),
-            "mean_length": self.mean_length,
-            "median_length": self.median_length,
-            "p90_length": self.p90_length,
-            "unknown_lengths": self.unknown_lengths,
-            "outcomes": dict(self.outcomes),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SettingSummary:
-        ngram = data["paper_ngram"]
-        return cls(
-            temperature=data["temperature"],
-            settings=data["settings"],
-            n=data["n"],
-            overlong=data["overlong"],
-            errors=data["errors"],
-            loops=data["loops"],
-            loop_rate=Rate.from_json(data, "loop_rate"),
-            detector_looping=data["detector_looping"],
-            paper_loop_rate=Rate.from_json(data, "paper_loop_rate"),
-            paper_ngram=(ngram[0], ngram[1]),
-            cut_rate=Rate.from_json(data, "cut_rate"),
-            server_repetition=data["server_repetition"],
-            judged=data["judged"],
-            accuracy=Rate.from_json(data, "accuracy"),
-            judged_non_looping=data["judged_non_looping"],
-            accuracy_non_looping=Rate.from_json(data, "accuracy_non_looping"),
-            mean_length=data["mean_length"],
-            median_length=data["median_length"],
-            p90_length=data["p90_length"],
-            unknown_lengths=data["unknown_lengths"],
-            outcomes=data["outcomes"],
-        )
-
 
 @dataclass(frozen=True)
-class BackendRan:
+class BackendRan(FlatRecord):
     """What generated a run, which may differ from what was asked (vLLM's "auto" dtype)."""
 
     name: str
     dtype: str | None
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {"name": self.name, "dtype": self.dtype}
 
 
 @dataclass(frozen=True)
@@ -206,7 +175,7 @@ class ScanSummary:
             detector_looping=data["detector_looping"],
             overlong_prompts=tuple(data["overlong_prompts"]),
             config=data.get("config"),
-            backend=None if backend is None else BackendRan(backend["name"], backend["dtype"]),
+            backend=None if backend is None else BackendRan.from_json(backend),
             prompting=data.get("prompting"),
             warnings=tuple(data.get("warnings", ())),
             notes=tuple(data.get("notes", ())),
@@ -214,23 +183,16 @@ class ScanSummary:
 
 
 @dataclass(frozen=True)
-class Shift:
+class Shift(FlatRecord):
     """A rate in run A and in run B over the same pairs; all None when no pair counts."""
 
     a: float | None
     b: float | None
     delta: float | None
 
-    def to_json(self) -> dict[str, JsonValue]:
-        return {"a": self.a, "b": self.b, "delta": self.delta}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, float | None]) -> Shift:
-        return cls(data["a"], data["b"], data["delta"])
-
 
 @dataclass(frozen=True)
-class Paired:
+class Paired(FlatRecord):
     """Run B against run A on the same (prompt, sample[, temperature]) pairs: a rescue is wrong
     in A and right in B, a regression the reverse (exact McNemar p over the two)."""
 
@@ -250,37 +212,6 @@ class Paired:
     def net(self) -> int:
         """Answers recovered net: rescues minus regressions."""
         return self.rescues - self.regressions
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "pairs": self.pairs,
-            "judged_pairs": self.judged_pairs,
-            "rescues": self.rescues,
-            "regressions": self.regressions,
-            "mcnemar_p": self.mcnemar_p,
-            "loops_removed": self.loops_removed,
-            "loops_added": self.loops_added,
-            "loop_rate": self.loop_rate.to_json(),
-            "cut_rate": self.cut_rate.to_json(),
-            "accuracy": self.accuracy.to_json(),
-            "mean_length": self.mean_length.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Paired:
-        return cls(
-            pairs=data["pairs"],
-            judged_pairs=data["judged_pairs"],
-            rescues=data["rescues"],
-            regressions=data["regressions"],
-            mcnemar_p=data["mcnemar_p"],
-            loops_removed=data["loops_removed"],
-            loops_added=data["loops_added"],
-            loop_rate=Shift.from_json(data["loop_rate"]),
-            cut_rate=Shift.from_json(data["cut_rate"]),
-            accuracy=Shift.from_json(data["accuracy"]),
-            mean_length=Shift.from_json(data["mean_length"]),
-        )
 
 
 @dataclass(frozen=True)

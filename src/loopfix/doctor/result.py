@@ -22,7 +22,7 @@ from pydantic import JsonValue
 from loopfix.doctor.config import DoctorConfig
 from loopfix.guard_summaries import GuardEntry
 from loopfix.repair.result import RepairResult
-from loopfix.summaries import Paired, SettingSummary
+from loopfix.summaries import FlatRecord, Paired, SettingSummary
 
 __all__ = [
     "CombinedArm",
@@ -269,20 +269,13 @@ class CombinedStage:
 
 
 @dataclass(frozen=True)
-class ConsistencyStage:
+class ConsistencyStage(FlatRecord):
     """The cheap consistency checks (`loopfix consistency`), run on a few of the suite's
     prompts: each check's status, and where the full report is."""
 
     report: str | None  # the consistency report.html (consistency.json beside it)
     statuses: dict[str, str]  # check name -> pass / warn / fail / skipped
     skipped: str | None
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {"report": self.report, "statuses": dict(self.statuses), "skipped": self.skipped}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ConsistencyStage:
-        return cls(data["report"], data["statuses"], data["skipped"])
 
 
 @dataclass(frozen=True)

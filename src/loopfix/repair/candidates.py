@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,6 +18,7 @@ from loopfix.models import write_matrix
 from loopfix.patch import EditRequest, EditSite
 from loopfix.patch.edit import top_columns, write_strength
 from loopfix.patch.sites import SiteKind, site_module, site_orientation
+from loopfix.summaries import FlatRecord
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -34,7 +35,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class EditShape:
+class EditShape(FlatRecord):
     """Where and how strongly a candidate edits, without its directions: what verify.json and
     the report name a candidate by (its site, layers, k and alpha)."""
 
@@ -45,13 +46,6 @@ class EditShape:
 
     def label(self) -> str:
         return f"{self.site} L{','.join(map(str, self.layers))} k{self.k} a{self.alpha:g}"
-
-    def to_json(self) -> dict[str, object]:
-        return {"site": self.site, "layers": list(self.layers), "k": self.k, "alpha": self.alpha}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EditShape:
-        return cls(data["site"], tuple(data["layers"]), data["k"], data["alpha"])
 
 
 @dataclass(frozen=True)
@@ -76,20 +70,13 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class SearchRecord:
+class SearchRecord(FlatRecord):
     """What the search saw: its method, how many candidates it ranked and the ten best (each
     candidate's fields with its proxy scores, as the method names them)."""
 
     method: str
     candidates: int
     top: tuple[Mapping[str, object], ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {"method": self.method, "candidates": self.candidates, "top": list(self.top)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SearchRecord:
-        return cls(data["method"], data["candidates"], tuple(data["top"]))
 
 
 def _write(model: PreTrainedModel, site: EditSite) -> torch.Tensor:

@@ -20,6 +20,7 @@ from loopfix.repair.decide import Decision
 from loopfix.repair.scoring import ProxyScore
 from loopfix.repair.sources.description import Branches, branches_from_json
 from loopfix.stages import StageClock
+from loopfix.summaries import FlatRecord
 
 __all__ = ["ARMS", "RepairResult", "ScoredEdit", "Timing", "Verified"]
 
@@ -55,7 +56,7 @@ class ScoredEdit:
 
 
 @dataclass(frozen=True)
-class Timing:
+class Timing(FlatRecord):
     """Wall time and peak memory by stage (`StageClock`)."""
 
     seconds: dict[str, float]
@@ -65,17 +66,6 @@ class Timing:
     @classmethod
     def of(cls, clock: StageClock) -> Timing:
         return cls.from_json(clock.to_dict())
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "seconds": self.seconds,
-            "total_seconds": self.total_seconds,
-            "peak_rss_mib": self.peak_rss_mib,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Timing:
-        return cls(data["seconds"], data["total_seconds"], data["peak_rss_mib"])
 
 
 @dataclass(frozen=True)
