@@ -19,7 +19,7 @@ class ThinkTrainConfig(BaseModel):
 
     base: str = Field("loopfix:smollm2", description="the base model (a loopfix:NAME or folder)")
     seed: int = Field(0, ge=0, description="training seed (problems, traces, initialisation)")
-    steps: int = Field(120, ge=1, description="optimizer steps")
+    steps: int = Field(64, ge=1, description="optimizer steps")
     batch_size: int = Field(8, ge=1, description="traces per step")
     rank: int = Field(8, ge=1, le=64, description="LoRA rank")
     alpha: float = Field(16.0, gt=0, description="LoRA alpha (scale = alpha / rank)")
@@ -32,10 +32,10 @@ class ThinkTrainConfig(BaseModel):
         ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
         description="the linear layers of a decoder layer that get LoRA factors",
     )
-    learning_rate: float = Field(1e-3, gt=0, description="peak AdamW learning rate")
+    learning_rate: float = Field(2e-3, gt=0, description="peak AdamW learning rate")
     warmup_steps: int = Field(10, ge=0, description="linear warm-up steps")
     circle_share: float = Field(
         0.0, ge=0, le=1, description="teacher: share of traces that circle once (0 = clean)"
     )
     threads: int = Field(2, ge=1, description="torch CPU threads")
-    checkpoint_every: int = Field(20, ge=1, description="steps between resume checkpoints")
+    checkpoint_every: int = Field(8, ge=1, description="steps between resume checkpoints")
