@@ -319,20 +319,14 @@ class Upstream:
 
     async def open(self, path: str, body: RequestBody) -> UpstreamStream:
         """POST `body` (with `stream: true`) and return the stream once its headers arrived."""
-        request = self._client.build_request("POST", path, json={**body, "stream": True})
         started = time.perf_counter()
-        try:
-            response = await self._client.send(request, stream=True)
-        except httpx.HTTPError as error:
-            raise _failure(error, self._metrics, "opening the request") from None
+        response = await self._send("POST", path, {**body, "stream": True}, "opening the request")
         self._metrics.upstream_latency.observe(time.perf_counter() - started)
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         choices = choice_count(body, path == CHAT_PATH)
         if response.status_code == 200 and streamed:
             return UpstreamStream(response, self._metrics, choices)
         content = await self._whole(response, "reading an answer")
-        if response.status_code != 200:
-            raise _status_error(response, content, self._metrics)
         try:
             answer = events_of_answer(parse_json(content))
         except (ValueError, RecursionError) as error:
@@ -342,9 +336,18 @@ class Upstream:
             raise _protocol_error(self._metrics, message) from None
         return UpstreamStream(response, self._metrics, choices, answer)
 
+    async def _send(self, method: str, path: str, body: object, stage: str) -> httpx.Response:
+        """The response to a request, once its headers arrived (its body is read later)."""
+        try:
+            request = self._client.build_request(method, path, json=body)
+            return await self._client.send(request, stream=True)
+        except httpx.HTTPError as error:
+            raise _failure(error, self._metrics, stage) from None
+
     async def _whole(self, response: httpx.Response, stage: str) -> bytes:
         """The whole body of an answer that is no stream, read no further than MAX_ANSWER_BYTES
-        (an upstream must not fill the proxy's memory); the response is closed."""
+        (an upstream must not fill the proxy's memory); the response is closed. A status other
+        than 200 raises."""
         content = bytearray()
         try:
             async for piece in response.aiter_bytes():
@@ -356,20 +359,14 @@ class Upstream:
             raise _failure(error, self._metrics, stage) from None
         finally:
             await response.aclose()
+        if response.status_code != 200:
+            raise _status_error(response, bytes(content), self._metrics)
         return bytes(content)
 
     async def _answer(self, method: str, path: str, body: object = None) -> bytes:
         """The body of a request whose answer is no stream; a status other than 200 raises."""
         stage = f"{method} {path}"
-        try:
-            request = self._client.build_request(method, path, json=body)
-            response = await self._client.send(request, stream=True)
-        except httpx.HTTPError as error:
-            raise _failure(error, self._metrics, stage) from None
-        content = await self._whole(response, stage)
-        if response.status_code != 200:
-            raise _status_error(response, content, self._metrics)
-        return content
+        return await self._whole(await self._send(method, path, body, stage), stage)
 
     async def models(self) -> Any:
         """The upstream's GET /v1/models answer."""
