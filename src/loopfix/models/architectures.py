@@ -7,7 +7,7 @@ to one decoder layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from transformers import PretrainedConfig
@@ -96,14 +96,10 @@ def _dense(family: str) -> Architecture:
 
 
 def _gemma(family: str, *model_types: str, layers: tuple[str, ...]) -> Architecture:
-    return Architecture(
-        family=family,
+    return replace(
+        _dense(family),
         model_types=model_types,
         layers=layers,
-        down_proj="mlp.down_proj",
-        mixers=(_ATTENTION,),
-        orientation="out_in",
-        width_attribute="hidden_size",
         mlp_output_norm="post_feedforward_layernorm",
         # Gemma's post_attention_layernorm normalises the attention output; in Llama the same
         # name is the norm in front of the MLP.
@@ -112,15 +108,8 @@ def _gemma(family: str, *model_types: str, layers: tuple[str, ...]) -> Architect
 
 
 def _hybrid(family: str, *model_types: str, layers: tuple[str, ...]) -> Architecture:
-    return Architecture(
-        family=family,
-        model_types=model_types,
-        layers=layers,
-        down_proj="mlp.down_proj",
-        mixers=(_ATTENTION, _GATED_DELTANET),
-        orientation="out_in",
-        width_attribute="hidden_size",
-    )
+    mixers = (_ATTENTION, _GATED_DELTANET)
+    return replace(_dense(family), model_types=model_types, layers=layers, mixers=mixers)
 
 
 ARCHITECTURES: tuple[Architecture, ...] = (
