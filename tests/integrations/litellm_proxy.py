@@ -1,0 +1,90 @@
+"""A real LiteLLM proxy (`litellm --config cfg.yaml`, from .venv-litellm) on 127.0.0.1 in front of
+an OpenAI-compatible upstream, for the guardrail's tests and its bench. Import as
+`from tests.integrations.litellm_proxy import ...`."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LITELLM = ROOT / ".venv-litellm" / "bin" / "litellm"
+NEEDS_LITELLM = pytest.mark.skipif(
+    not LITELLM.exists(), reason="no .venv-litellm (bash scripts/setup-litellm.sh)"
+)
+# The proxy refuses to start without a master key (LiteLLM's boot check); any long one will do.
+MASTER_KEY = "sk-loopfix-test-0123456789abcdef0123456789abcdef"
+GUARDRAIL = "loopfix.integrations.litellm.LoopfixGuardrail"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def guardrail(name: str, **params: Any) -> dict[str, Any]:
+    """A `guardrails:` entry for loopfix's guardrail, requested per request (default_on false)."""
+    litellm_params = {"guardrail": GUARDRAIL, "mode": "post_call", **params}
+    return {"guardrail_name": name, "litellm_params": litellm_params}
+
+
+def proxy_config(upstream: str, guardrails: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every model name goes to `upstream` as a vLLM server (the scripted upstream picks its
+    script by model name); no database, no network."""
+    model = {"model": "hosted_vllm/*", "api_base": upstream + "/v1", "api_key": "none"}
+    return {
+        "model_list": [{"model_name": "*", "litellm_params": model}],
+        "guardrails": guardrails,
+        "general_settings": {"master_key": MASTER_KEY},
+    }
+
+
+@contextmanager
+def litellm_proxy(config: dict[str, Any], folder: Path, startup_s: float = 120) -> Iterator[str]:
+    """Run `litellm --config` with `config` and yield its base URL once it answers; its output
+    goes to folder/proxy.log (in the failure message if it dies or never comes up)."""
+    path = folder / "cfg.yaml"
+    path.write_text(json.dumps(config, indent=1))  # JSON is YAML
+    log = folder / "proxy.log"
+    port = free_port()
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price list: no network here
+        "PYTHONPATH": str(ROOT / "src"),  # this checkout's loopfix, whatever the venv holds
+    }
+    command = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("w") as handle:
+        process = subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=folder
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_s
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "LiteLLM did not start:\n" + log.read_text()[-3000:]
+            try:
+                if httpx.get(url + "/health/liveliness", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
