@@ -10,8 +10,9 @@ as `name` and `name_ci95`), and one reader, `from_json`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import Field, dataclass, fields
-from typing import Any, ClassVar, Literal, TypeVar, get_origin, get_type_hints
+from dataclasses import MISSING, Field, dataclass, fields
+from types import NoneType, UnionType
+from typing import Any, ClassVar, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from pydantic import JsonValue
 
@@ -37,7 +38,10 @@ class FlatRecord:
     stands (numbers, strings, None, string-keyed dicts of them), a tuple (written as a list), a
     nested `FlatRecord` (its own object) or a `Rate` (two keys: `name` and `name_ci95`):
     `to_json` and `from_json` follow from the fields, so a field added is written and read back
-    with nothing else to change."""
+    with nothing else to change. A record whose file adds keys (a summary of its fields) or
+    leaves some out writes its own `to_json` and still reads by `from_json`, which also reads a
+    field of any type that has a `from_json`, and gives a field with a default that default when
+    the file lacks it."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what @dataclass gives the subclass
 
@@ -57,19 +61,27 @@ class FlatRecord:
     def from_json(cls: type[_Record], data: Mapping[str, Any]) -> _Record:
         kinds = get_type_hints(cls)
         return cls(
-            **{field.name: _read(kinds[field.name], data, field.name) for field in fields(cls)}
+            **{
+                field.name: Rate.from_json(data, field.name)
+                if kinds[field.name] is Rate
+                else _read(kinds[field.name], data[field.name])
+                for field in fields(cls)
+                if field.name in data or field.default is MISSING
+            }
         )
 
 
-def _read(kind: Any, data: Mapping[str, Any], name: str) -> Any:
-    """Field `name` of a `FlatRecord` of type `kind` from its file shape."""
-    if kind is Rate:
-        return Rate.from_json(data, name)
+def _read(kind: Any, value: Any) -> Any:
+    """A field's value of type `kind` from its file shape: a tuple from a list, a type with a
+    `from_json` (a record) by it, anything else as it stands."""
+    if value is None:
+        return None
+    if get_origin(kind) is UnionType:  # X | None: an X
+        kind = next(arg for arg in get_args(kind) if arg is not NoneType)
     if get_origin(kind) is tuple:
-        return tuple(data[name])
-    if isinstance(kind, type) and issubclass(kind, FlatRecord):
-        return kind.from_json(data[name])
-    return data[name]
+        return tuple(_read(get_args(kind)[0], item) for item in value)
+    reader = getattr(kind, "from_json", None)
+    return value if reader is None else reader(value)
 
 
 @dataclass(frozen=True)
@@ -131,7 +143,7 @@ class BackendRan(FlatRecord):
 
 
 @dataclass(frozen=True)
-class ScanSummary:
+class ScanSummary(FlatRecord):
     """A scan's summary.json: one `SettingSummary` per decode setting, by temperature; the
     run's total of each count; and, once written by `run_scan`, how it ran."""
 
@@ -164,22 +176,6 @@ class ScanSummary:
         if self.prompting is not None:
             data["prompting"] = self.prompting
         return data | {"warnings": list(self.warnings), "notes": list(self.notes)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ScanSummary:
-        backend = data.get("backend")
-        return cls(
-            settings=tuple(SettingSummary.from_json(row) for row in data["settings"]),
-            records=data["records"],
-            loops=data["loops"],
-            detector_looping=data["detector_looping"],
-            overlong_prompts=tuple(data["overlong_prompts"]),
-            config=data.get("config"),
-            backend=None if backend is None else BackendRan.from_json(backend),
-            prompting=data.get("prompting"),
-            warnings=tuple(data.get("warnings", ())),
-            notes=tuple(data.get("notes", ())),
-        )
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,7 @@ class CombinedArm:
 
 
 @dataclass(frozen=True)
-class CombinedStage:
+class CombinedStage(FlatRecord):
     """An accepted patch alone and with the recommended guard, at the guard stage's
     temperature on its prompts and seeds, each paired with that stage's unguarded base run."""
 
@@ -261,11 +261,6 @@ class CombinedStage:
             "rows": [row.to_json() for row in self.rows],
             "skipped": self.skipped,
         }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CombinedStage:
-        rows = tuple(CombinedArm.from_json(row) for row in data["rows"])
-        return cls(data["temperature"], data["guard"], data["folder"], rows, data["skipped"])
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ embeddings carry, which no column edit of the site touches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -27,6 +26,7 @@ from loopfix.patch import EditSite
 from loopfix.patch.sites import SiteKind, site_module
 from loopfix.repair.arms import ArmResult, ComparedArm
 from loopfix.repair.hooks import direction_ablation, hooked
+from loopfix.summaries import FlatRecord
 
 if TYPE_CHECKING:
     from loopfix.repair.candidates import Candidate
@@ -39,7 +39,7 @@ SIGNIFICANCE = 0.05
 
 
 @dataclass(frozen=True)
-class AblationDose:
+class AblationDose(FlatRecord):
     """u ablated at one strength, and a random direction at the same sites and strength, each
     paired with the base on the screening prompts."""
 
@@ -64,17 +64,9 @@ class AblationDose:
             "removes_loops": self.removes_loops,
         }
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AblationDose:
-        return cls(
-            data["strength"],
-            ComparedArm.from_json(data["direction"]),
-            ComparedArm.from_json(data["random"]),
-        )
-
 
 @dataclass(frozen=True)
-class CausalResult:
+class CausalResult(FlatRecord):
     """The activation-level check of the chosen candidate's sites (verify.json "causal")."""
 
     site: SiteKind
@@ -106,16 +98,6 @@ class CausalResult:
                 "removes_loops": self.removes_loops,
             },
         }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CausalResult:
-        return cls(
-            site=data["site"],
-            layers=tuple(data["layers"]),
-            temperature=data["temperature"],
-            base=ArmResult.from_json(data["base"]),
-            doses=tuple(AblationDose.from_json(dose) for dose in data["doses"]),
-        )
 
 
 def causal_check(

@@ -9,11 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loopfix.summaries import FlatRecord
+
 __all__ = ["Branches", "PairCounts", "RecordsBranches", "TestbedBranches", "branches_from_json"]
 
 
 @dataclass(frozen=True)
-class PairCounts:
+class PairCounts(FlatRecord):
     """The pairs made from one role's prompts: the looping samples there, the pairs kept and
     the samples or pairs dropped by reason; a source that makes its productive branch more than
     one way counts the pairs by variant, with each variant's temperature."""
@@ -37,19 +39,9 @@ class PairCounts:
             "dropped": self.dropped,
         }
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PairCounts:
-        return cls(
-            data["looping_samples"],
-            data["pairs"],
-            data["dropped"],
-            data.get("by_variant"),
-            data.get("temperatures"),
-        )
-
 
 @dataclass(frozen=True)
-class TestbedBranches:
+class TestbedBranches(FlatRecord):
     """Branches from the star-graph teacher: counts of walks."""
 
     __test__ = False  # not a pytest class, whatever its name
@@ -73,7 +65,7 @@ class TestbedBranches:
 
 
 @dataclass(frozen=True)
-class RecordsBranches:
+class RecordsBranches(FlatRecord):
     """Branches from scan records: which records, the prompts of each role, the pairs made
     from the training and held-out prompts, and the normal text of the KL check."""
 
@@ -111,20 +103,4 @@ Branches = TestbedBranches | RecordsBranches
 
 
 def branches_from_json(data: Mapping[str, Any]) -> Branches:
-    if "records" not in data:
-        return TestbedBranches(
-            data["source"], data["method"], data["train"], data["heldout"], data["normal"]
-        )
-    return RecordsBranches(
-        source=data["source"],
-        method=data["method"],
-        records=data["records"],
-        extra_records=tuple(data["extra_records"]),
-        scan=data["scan"],
-        prompts=data["prompts"],
-        verify_prompts=data["verify_prompts"],
-        train=PairCounts.from_json(data["train"]),
-        heldout=PairCounts.from_json(data["heldout"]),
-        normal=data["normal"],
-        normal_source=data["normal_source"],
-    )
+    return (RecordsBranches if "records" in data else TestbedBranches).from_json(data)
