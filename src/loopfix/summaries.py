@@ -72,14 +72,16 @@ class FlatRecord:
 
 
 def _read(kind: Any, value: Any) -> Any:
-    """A field's value of type `kind` from its file shape: a tuple from a list, a type with a
-    `from_json` (a record) by it, anything else as it stands."""
+    """A field's value of type `kind` from its file shape: a tuple from a list, a dict's values
+    by their type, a type with a `from_json` (a record) by it, anything else as it stands."""
     if value is None:
         return None
     if get_origin(kind) is UnionType:  # X | None: an X
         kind = next(arg for arg in get_args(kind) if arg is not NoneType)
     if get_origin(kind) is tuple:
         return tuple(_read(get_args(kind)[0], item) for item in value)
+    if get_origin(kind) is dict:
+        return {key: _read(get_args(kind)[1], item) for key, item in value.items()}
     reader = getattr(kind, "from_json", None)
     return value if reader is None else reader(value)
 

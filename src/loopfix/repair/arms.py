@@ -174,17 +174,6 @@ class ControlInterval:
             "values": list(self.values),
         }
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ControlInterval:
-        return cls(
-            data["seeds"],
-            data["mean"],
-            data["low"],
-            data["high"],
-            data.get("level"),
-            tuple(data["values"]),
-        )
-
 
 @dataclass(frozen=True)
 class TemperatureResult:

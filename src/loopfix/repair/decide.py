@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from loopfix.repair.arms import BasePairing, TemperatureResult
 from loopfix.repair.causal import CausalResult
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.verification import temperature_key
+from loopfix.summaries import FlatRecord
 
 __all__ = [
     "ANSWERS_ROUTE",
@@ -170,7 +170,7 @@ def answers_checks(
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(FlatRecord):
     """The acceptance decision from the verified arms alone: every check by name, the routes
     (which checks each holds; budgets gate both), the routes met, and what the verdict reads
     (verify.json's fields of those names)."""
@@ -219,23 +219,6 @@ class Decision:
             "mcnemar_p": primary.paired.mcnemar_p,
             "touched_fraction": self.touched_fraction,
         }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Decision:
-        return cls(
-            checks=data["checks"],
-            routes={route: tuple(names) for route, names in data["routes"].items()},
-            routes_passed=tuple(data["routes_passed"]),
-            answers_judged_at=data["answers_judged_at"],
-            temperature=data["temperature"],
-            by_temperature={
-                key: TemperatureResult.from_json(block)
-                for key, block in data["by_temperature"].items()
-            },
-            perplexity=data["perplexity"],
-            kl=data["kl"],
-            touched_fraction=data["touched_fraction"],
-        )
 
 
 def judge(
