@@ -31,6 +31,7 @@ from loopfix.repair.candidates import Candidate, SearchRecord, candidate
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.hooks import hooked
+from loopfix.summaries import FlatRecord
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -150,7 +151,7 @@ class LinearProxy:
 
 
 @dataclass(frozen=True)
-class _FirstOrder:
+class _FirstOrder(FlatRecord):
     """One (site, layer, k) edit's first-order proxy per unit alpha."""
 
     site: SiteKind
@@ -164,14 +165,7 @@ class _FirstOrder:
         return self.d_prod - self.d_rep
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "site": self.site,
-            "layer": self.layer,
-            "k": self.k,
-            "d_rep": self.d_rep,
-            "d_prod": self.d_prod,
-            "selectivity": self.selectivity,
-        }
+        return super().to_json() | {"selectivity": self.selectivity}
 
 
 def linear_candidates(
