@@ -26,12 +26,13 @@ from loopfix.detect import DetectConfig, detect_text
 from loopfix.guards.base import Guard, GuardParams, Row
 from loopfix.guards.chain import GuardChain
 from loopfix.records import DecodeSettings, Sample
-from loopfix.repair.sources.scan_records import ScanRecords
 from loopfix.scan.detection import scan_detect_config
 from loopfix.scan.summary import is_loop
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
+
+    from loopfix.repair.sources.records import PairRequest
 
 __all__ = [
     "MIN_BRANCH_TOKENS",
@@ -124,20 +125,17 @@ def _cut(
 
 
 def looping_records(
-    records: ScanRecords,
-    prompt_ids: Sequence[str],
-    repeats: int,
-    tokenizer: Any,
-    eos: Sequence[int],
+    request: PairRequest, tokenizer: Any, eos: Sequence[int]
 ) -> tuple[list[Loop], int, Counter[str]]:
-    """The loops of the looping samples (the one loop definition, `is_loop`) of `prompt_ids`,
-    cut at their branch points; how many samples looped; why the others gave no loop."""
-    wanted = set(prompt_ids)
+    """The loops of the looping samples (the one loop definition, `is_loop`) of the request's
+    prompts, cut at their branch points after `repeats` periods; how many samples looped; why
+    the others gave no loop."""
+    wanted, records = set(request.prompt_ids), request.records
     looping = [s for s in records.samples if s.prompt_id in wanted and is_loop(s)]
     dropped: Counter[str] = Counter()
     loops: list[Loop] = []
     for sample in looping:
-        found = _cut(sample, records.prompts[sample.prompt_id], repeats, tokenizer, eos)
+        found = _cut(sample, records.prompts[sample.prompt_id], request.repeats, tokenizer, eos)
         if isinstance(found, str):
             dropped[found] += 1
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from loopfix.records import Sample
@@ -32,12 +33,7 @@ __all__ = ["OutcomeSource"]
 
 def _open(tokens: Sequence[int], eos: Sequence[int]) -> list[int]:
     """The generated tokens before the first EOS."""
-    out: list[int] = []
-    for token in tokens:
-        if token in eos:
-            break
-        out.append(token)
-    return out
+    return list(takewhile(lambda token: token not in eos, tokens))
 
 
 class OutcomeSource(RecordsSource):

@@ -47,9 +47,7 @@ class RescueSource(RecordsSource):
         config: RepairConfig,
     ) -> tuple[list[BranchPair], PairCounts]:
         eos = eos_ids(model, tokenizer)
-        loops, looping, dropped = looping_records(
-            request.records, request.prompt_ids, request.repeats, tokenizer, eos
-        )
+        loops, looping, dropped = looping_records(request, tokenizer, eos)
         variants = {"greedy": 0.0, "sampled": config.temperature}
         if config.temperature == 0:
             del variants["sampled"]

@@ -41,9 +41,7 @@ class ScanSource(RecordsSource):
         config: RepairConfig,
     ) -> tuple[list[BranchPair], PairCounts]:
         eos = eos_ids(model, tokenizer)
-        loops, looping, dropped = looping_records(
-            request.records, request.prompt_ids, request.repeats, tokenizer, eos
-        )
+        loops, looping, dropped = looping_records(request, tokenizer, eos)
         productive: dict[int, list[int]] = {}
         for attempt in range(RESAMPLE_TRIES):
             pending = [i for i in range(len(loops)) if i not in productive]
