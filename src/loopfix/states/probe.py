@@ -74,9 +74,9 @@ class StateProbe:
             "layers": list(self.layers),
             "threshold": self.threshold,
             "bias": self.bias,
-            "mean": _rounded(self.mean),
-            "scale": _rounded(self.scale),
-            "weights": _rounded(self.weights),
+            "mean": rounded(self.mean),
+            "scale": rounded(self.scale),
+            "weights": rounded(self.weights),
             "provenance": asdict(self.provenance),
         }
 
@@ -105,9 +105,9 @@ def sigmoid(logits: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -logits))
 
 
-def _rounded(values: np.ndarray) -> list[float]:
-    """Five significant digits: the file stays small, the probability moves by < 1e-3."""
-    return [float(f"{value:.5g}") for value in values]
+def rounded(values: np.ndarray, digits: int = 5) -> list[float]:
+    """`digits` significant digits: the file stays small; at 5 the probability moves < 1e-3."""
+    return [float(f"{value:.{digits}g}") for value in values]
 
 
 def _array(values: object) -> np.ndarray:

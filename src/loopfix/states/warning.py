@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from loopfix.detect import DetectConfig
 from loopfix.errors import LoopfixError, field_problem
-from loopfix.states.probe import sigmoid
+from loopfix.states.probe import rounded, sigmoid
 
 if TYPE_CHECKING:
     from loopfix.states.steps import StepSignals
@@ -202,17 +202,14 @@ class WarningProbe:
         return int(fired[0]) if len(fired) else None
 
     def to_json(self) -> dict[str, object]:
-        def numbers(values: np.ndarray) -> list[float]:
-            return [float(f"{value:.6g}") for value in values]
-
         return {
             "model": self.model,
             "layer": self.layer,
             "window": self.window,
             "states": self.states,
-            "mean": numbers(self.mean),
-            "scale": numbers(self.scale),
-            "weights": numbers(self.weights),
+            "mean": rounded(self.mean, 6),
+            "scale": rounded(self.scale, 6),
+            "weights": rounded(self.weights, 6),
             "bias": self.bias,
             "threshold": self.threshold,
             "provenance": dict(self.provenance),
