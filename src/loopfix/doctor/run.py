@@ -26,7 +26,6 @@ a stage resume too):
 from __future__ import annotations
 
 import json
-import platform
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
@@ -34,7 +33,6 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import JsonValue
 
-from loopfix._version import __version__
 from loopfix.atomic import write_json_atomic, write_text_atomic
 from loopfix.doctor.combined import combined_stage
 from loopfix.doctor.config import DoctorConfig
@@ -56,6 +54,7 @@ from loopfix.doctor.stages import (
     measure_stage,
     repair_stage,
 )
+from loopfix.patch.build import software_versions
 from loopfix.progress import ProgressFactory, line_progress
 from loopfix.repair import RepairConfig
 from loopfix.stages import StageClock
@@ -121,18 +120,6 @@ def _check_identity(config: DoctorConfig) -> None:
         )
 
 
-def _versions() -> dict[str, str]:
-    import torch
-    import transformers
-
-    return {
-        "loopfix": __version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-    }
-
-
 def run_doctor(
     config: DoctorConfig,
     report: Callable[[str], None] = print,
@@ -185,7 +172,7 @@ def run_doctor(
         consistency=consistency,
         recommendation=recommendation,
         stages=cache.costs,
-        versions=_versions(),
+        versions=software_versions(),
     )
     write_json_atomic(config.out / "summary.json", result.to_json())
     write_text_atomic(config.out / "report.md", render_markdown(result))
