@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,21 +40,36 @@ def guardrail(name: str, **params: Any) -> dict[str, Any]:
     return {"guardrail_name": name, "litellm_params": litellm_params}
 
 
-def proxy_config(upstream: str, guardrails: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every model name goes to `upstream` as a vLLM server (the scripted upstream picks its
-    script by model name); no database, no network."""
-    model = {"model": "hosted_vllm/*", "api_base": upstream + "/v1", "api_key": "none"}
+def served_model(name: str, model: str, server: str) -> dict[str, Any]:
+    """A model_list entry: `name` is `model` of the OpenAI-compatible (vLLM) server at `server`."""
+    params = {"model": f"hosted_vllm/{model}", "api_base": server + "/v1", "api_key": "none"}
+    return {"model_name": name, "litellm_params": params}
+
+
+def proxy_config(
+    upstream: str, guardrails: list[dict[str, Any]], models: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """`models`, then every other model name to `upstream` as a vLLM server (the scripted
+    upstream picks its script by model name); no database, no network."""
     return {
-        "model_list": [{"model_name": "*", "litellm_params": model}],
+        "model_list": [*(models or []), served_model("*", "*", upstream)],
         "guardrails": guardrails,
         "general_settings": {"master_key": MASTER_KEY},
     }
 
 
+@dataclass(frozen=True)
+class RunningProxy:
+    url: str
+    pid: int  # the proxy's process (its CPU time is the bench's measure)
+
+
 @contextmanager
-def litellm_proxy(config: dict[str, Any], folder: Path, startup_s: float = 120) -> Iterator[str]:
-    """Run `litellm --config` with `config` and yield its base URL once it answers; its output
-    goes to folder/proxy.log (in the failure message if it dies or never comes up)."""
+def litellm_proxy(
+    config: dict[str, Any], folder: Path, startup_s: float = 120
+) -> Iterator[RunningProxy]:
+    """Run `litellm --config` with `config` and yield it once it answers; its output goes to
+    folder/proxy.log (in the failure message if it dies or never comes up)."""
     path = folder / "cfg.yaml"
     path.write_text(json.dumps(config, indent=1))  # JSON is YAML
     log = folder / "proxy.log"
@@ -80,7 +96,7 @@ def litellm_proxy(config: dict[str, Any], folder: Path, startup_s: float = 120) 
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        yield url
+        yield RunningProxy(url, process.pid)
     finally:
         process.terminate()
         try:

@@ -15,8 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serve.proxy import metric
-from tests.serve.scripted_upstream import ANSWER, INTRO, LOOP_UNIT, ScriptedUpstream
+from loopfix.serve import ServeConfig
+from tests.serve.proxy import metric, running_proxy
+from tests.serve.scripted_upstream import (
+    ANSWER,
+    CONTINUATION,
+    INTRO,
+    LOOP_UNIT,
+    ScriptedUpstream,
+)
 
 from .litellm_proxy import (
     MASTER_KEY,
@@ -25,6 +32,7 @@ from .litellm_proxy import (
     guardrail,
     litellm_proxy,
     proxy_config,
+    served_model,
 )
 
 openai = pytest.importorskip("openai")
@@ -89,10 +97,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         guardrail(OBSERVE, on_loop="observe", metrics_port=ports[OBSERVE]),
         guardrail("loopfix-bad", on_loop="rescue"),  # refused: its error goes to the log
     ]
-    with ScriptedUpstream() as upstream:
-        with litellm_proxy(proxy_config(upstream.url, guardrails), folder) as url:
+    with ScriptedUpstream() as upstream, running_proxy(ServeConfig(upstream=upstream.url)) as serve:
+        # `serve-loop`: LiteLLM -> loopfix serve -> the upstream, for what a hook cannot do
+        config = proxy_config(upstream.url, guardrails, [served_model("serve-loop", "loop", serve)])
+        with litellm_proxy(config, folder) as proxy:
             metrics = {name: f"http://127.0.0.1:{port}/metrics" for name, port in ports.items()}
-            yield Served(url, upstream, metrics, folder / "proxy.log")
+            yield Served(proxy.url, upstream, metrics, folder / "proxy.log")
 
 
 def test_a_looping_stream_is_stopped_after_its_first_copy(served: Served) -> None:
@@ -164,3 +174,11 @@ def test_the_upstreams_own_repetition_survives_in_a_non_streamed_answer(served: 
     assert guarded.finish_reason == "repetition" and guarded.message.content == INTRO
     # In a stream LiteLLM drops it before any hook runs: documented, not fixable from a hook.
     assert joined(served.stream("repetition", STOP))[2] == ["stop"]
+
+
+def test_rescue_through_litellm_runs_in_loopfix_serve_behind_it(served: Served) -> None:
+    # The guardrail cannot continue an answer; `loopfix serve` between LiteLLM and the model
+    # server can, and LiteLLM passes the request's `loopfix` field on to it.
+    rescue = {"loopfix": {"action": "rescue"}}
+    content, _, finishes = joined(served.stream("serve-loop", None, extra_body=rescue))
+    assert content == FIRST_COPY + CONTINUATION and finishes == ["stop"]
