@@ -174,25 +174,15 @@ class RecordsSource(ABC):
             fresh = fresh_prompts(records, config)
             roles = split_prompts(list(records.items), config.branch_seed, fresh is None)
             heldout_ids = roles["causal"] + roles.get("verify", [])
-            train, train_counts = self.pairs(
-                model,
-                tokenizer,
-                PairRequest(
-                    records, roles["train"], config.repeats, config.train_pairs, config.branch_seed
-                ),
-                config,
-            )
-            heldout, heldout_counts = self.pairs(
-                model,
-                tokenizer,
-                PairRequest(
-                    records,
-                    heldout_ids,
-                    config.proxy_repeats,
-                    config.heldout_pairs,
-                    config.branch_seed + 1,
-                ),
-                config,
+            branch = config.branch_seed
+            (train, train_counts), (heldout, heldout_counts) = (
+                self.pairs(
+                    model, tokenizer, PairRequest(records, ids, repeats, count, seed), config
+                )
+                for ids, repeats, count, seed in (
+                    (roles["train"], config.repeats, config.train_pairs, branch),
+                    (heldout_ids, config.proxy_repeats, config.heldout_pairs, branch + 1),
+                )
             )
             normal = normal_texts(records, heldout_ids, config.kl_walks)
             normal_source = "non-looping held-out samples"
