@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from loopfix.summaries import BackendRan, Paired, SettingSummary
+from loopfix.summaries import BackendRan, FlatRecord, Paired, SettingSummary
 
 __all__ = ["RANKING", "Answers", "CompareResult", "GuardEntry"]
 
@@ -92,7 +92,7 @@ class GuardEntry:
 
 
 @dataclass(frozen=True)
-class CompareResult:
+class CompareResult(FlatRecord):
     """What `run_compare` returns and writes to summary.json."""
 
     model: str
@@ -107,16 +107,3 @@ class CompareResult:
 
     def entry(self, guard: str, temperature: float) -> GuardEntry:
         return next(e for e in self.entries if e.guard == guard and e.temperature == temperature)
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "model": self.model,
-            "suite": self.suite,
-            "config": dict(self.config),
-            "backend": self.backend.to_json(),
-            "temperatures": list(self.temperatures),
-            "entries": [entry.to_json() for entry in self.entries],
-            "notes": list(self.notes),
-            "rescues_and_regressions": self.rescues_and_regressions,
-            "ranking": self.ranking,
-        }

@@ -36,7 +36,7 @@ _Record = TypeVar("_Record", bound="FlatRecord")
 class FlatRecord:
     """A frozen dataclass whose file shape is its fields in order, each a JSON value as it
     stands (numbers, strings, None, string-keyed dicts of them), a tuple (written as a list), a
-    nested `FlatRecord` (its own object) or a `Rate` (two keys: `name` and `name_ci95`):
+    nested record (its own object) or a `Rate` (two keys: `name` and `name_ci95`):
     `to_json` and `from_json` follow from the fields, so a field added is written and read back
     with nothing else to change. A record whose file adds keys (a summary of its fields) or
     leaves some out writes its own `to_json` and still reads by `from_json`, which also reads a
@@ -51,10 +51,8 @@ class FlatRecord:
             value = getattr(self, field.name)
             if isinstance(value, Rate):
                 data |= value.json_items(field.name)
-            elif isinstance(value, FlatRecord):
-                data[field.name] = value.to_json()
             else:
-                data[field.name] = list(value) if isinstance(value, tuple) else value
+                data[field.name] = _written(value)
         return data
 
     @classmethod
@@ -69,6 +67,14 @@ class FlatRecord:
                 if field.name in data or field.default is MISSING
             }
         )
+
+
+def _written(value: Any) -> Any:
+    """A field's value in its file shape: a record (anything with a `to_json`) by it, a tuple
+    as a list of its items' shapes, anything else as it stands."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return [_written(item) for item in value] if isinstance(value, tuple) else value
 
 
 def _read(kind: Any, value: Any) -> Any:

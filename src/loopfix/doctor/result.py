@@ -253,15 +253,6 @@ class CombinedStage(FlatRecord):
     def not_run(cls, reason: str) -> CombinedStage:
         return cls(None, None, None, (), reason)
 
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "temperature": self.temperature,
-            "guard": self.guard,
-            "folder": self.folder,
-            "rows": [row.to_json() for row in self.rows],
-            "skipped": self.skipped,
-        }
-
 
 @dataclass(frozen=True)
 class ConsistencyStage(FlatRecord):

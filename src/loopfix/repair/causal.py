@@ -57,12 +57,7 @@ class AblationDose(FlatRecord):
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "strength": self.strength,
-            "direction": self.direction.to_json(),
-            "random": self.random.to_json(),
-            "removes_loops": self.removes_loops,
-        }
+        return super().to_json() | {"removes_loops": self.removes_loops}
 
 
 @dataclass(frozen=True)
