@@ -182,3 +182,18 @@ def test_rescue_through_litellm_runs_in_loopfix_serve_behind_it(served: Served) 
     rescue = {"loopfix": {"action": "rescue"}}
     content, _, finishes = joined(served.stream("serve-loop", None, extra_body=rescue))
     assert content == FIRST_COPY + CONTINUATION and finishes == ["stop"]
+
+
+def test_a_text_completion_passes_unwatched(served: Served) -> None:
+    def text(guard: str | None) -> tuple[str, list[str]]:
+        chunks = served.client.completions.create(
+            model="loop",
+            prompt="go",
+            stream=True,
+            extra_body={"guardrails": [guard] if guard else []},
+        )
+        pieces = [(c.choices[0].text, c.choices[0].finish_reason) for c in chunks if c.choices]
+        return "".join(p or "" for p, _ in pieces), [f for _, f in pieces if f]
+
+    # The guardrail watches chat completions only (docs/integrations.md, Limits).
+    assert text(STOP) == text(None)

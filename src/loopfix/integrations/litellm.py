@@ -122,6 +122,19 @@ async def _each(items: Iterable[Any]) -> AsyncIterator[Any]:
         yield item
 
 
+async def _prepended(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """`first`, then the rest of LiteLLM's stream; closing it closes that stream at once (which
+    ends the upstream request), not when the collector finds it."""
+    try:
+        yield first
+        async for item in rest:
+            yield item
+    finally:
+        close = getattr(rest, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def _stream_chunk(chunk: StreamChunk) -> ModelResponseStream:
     """A chunk of the exchange as LiteLLM's object; the finish reason is set after LiteLLM's
     mapping, which would turn "repetition" into "stop"."""
@@ -172,12 +185,20 @@ class LoopfixGuardrail(CustomGuardrail):
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncIterator[Any]:
-        if "messages" not in request_data:  # not a chat completion: passed on unwatched
-            async for item in response:
+        items = aiter(response)
+        first = await anext(items, None)
+        if first is None:
+            return
+        if "messages" not in request_data or not isinstance(first, ModelResponseStream):
+            # No OpenAI chat stream (a text completion; Anthropic's /v1/messages, whose raw
+            # events reach this hook as bytes): passed on unwatched.
+            yield first
+            async for item in items:
                 yield item
             return
         exchange = self._exchange(request_data)
-        stream = _LiteLLMStream(response, choice_count(exchange.body, True), self.metrics)
+        watched = _prepended(first, items)
+        stream = _LiteLLMStream(watched, choice_count(exchange.body, True), self.metrics)
         exchange.stream = stream
         self.metrics.active_streams.inc()
         try:
