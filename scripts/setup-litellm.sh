@@ -3,8 +3,8 @@
 #   bash scripts/setup-litellm.sh
 # Why a separate venv: every litellm[proxy] release this index can install (up to 1.108.7; the
 # later ones need a `litellm-proxy` package it does not carry) pins huggingface-hub<2 and
-# rich<14, while transformers 5.25 (loopfix's) needs huggingface-hub>=2.4; one venv would
-# downgrade the main one under transformers. The guardrail needs none of torch or
+# rich<14, while the transformers 5.25 in .venv needs huggingface-hub>=2.4: installing LiteLLM
+# there would downgrade huggingface-hub under it. The guardrail needs none of torch or
 # transformers: loopfix goes in --no-deps with the few packages its watcher imports.
 # tests/integrations/test_litellm.py and bench/bench_litellm_guardrail.py find this venv by path.
 set -euo pipefail
