@@ -43,4 +43,4 @@ def test_models_list_names_every_bundled_model() -> None:
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     names = [line.split("\t")[0] for line in result.stdout.splitlines()]  # type: ignore[attr-defined]
     assert names[:2] == ["loopfix:stargraph", "loopfix:stargraph-clean"]
-    assert {"loopfix:smollm2", "loopfix:gemma3-270m"} <= set(names)
+    assert {"loopfix:smollm2", "loopfix:gemma3-270m", "loopfix:smollm2-think"} <= set(names)

@@ -144,3 +144,19 @@ def test_a_derived_model_is_its_base_plus_the_pinned_delta(
     )
     with pytest.raises(ModelLoadError, match="not the pinned"):
         derived_folder("tiny-think", base_folder, out)
+
+
+def test_the_shipped_delta_is_the_pinned_one_with_its_provenance() -> None:
+    import json
+
+    from loopfix.models.loading import bundled_checkpoints
+
+    entry = DERIVED_MODELS["smollm2-think"]
+    folder = bundled_checkpoints() / entry.folder
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert file_sha256(folder / DELTA_FILE) == entry.sha256 == provenance["delta_sha256"]
+    # What `loopfix lab train --variant smollm2-think` writes with its defaults.
+    assert provenance["config"] == ThinkTrainConfig().model_dump(mode="json")
+    factors, scale = delta_factors(folder / DELTA_FILE)
+    assert len(factors) == 12 * 7 and scale == 2.0  # layers 18-29, seven projections
+    assert (folder / DELTA_FILE).stat().st_size <= 10 * 2**20

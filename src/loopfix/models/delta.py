@@ -53,8 +53,16 @@ class DerivedModel:
     """The pinned SHA-256 of its `delta.safetensors`."""
 
 
-DERIVED_MODELS: dict[str, DerivedModel] = {}
-"""Filled in below once a delta is shipped (`loopfix lab train --variant smollm2-think`)."""
+DERIVED_MODELS: dict[str, DerivedModel] = {
+    # SmolLM2-135M-Instruct distilled on the thinking teacher's traces (docs/thinking.md):
+    # `loopfix lab train --variant smollm2-think --seed 0` writes this delta (LoRA rank 8 on
+    # layers 18-29, 3.9 MB).
+    "smollm2-think": DerivedModel(
+        base="smollm2",
+        folder="smollm2-think",
+        sha256="134f30ea9de5891e939833071c42ff85585155a94d92a44e633e0f72418e3337",
+    ),
+}
 
 
 def file_sha256(path: Path) -> str:
