@@ -21,6 +21,7 @@ from loopfix.cli.common import (
 from loopfix.cli.options import build, option
 from loopfix.experiments.config import ExperimentConfig
 from loopfix.lab.config import LabEvalConfig, TrainConfig
+from loopfix.lab.think_config import ThinkTrainConfig
 
 lab_app = typer.Typer(
     help="The bundled star-graph testbed: train it, evaluate it, run training experiments.",
@@ -69,6 +70,7 @@ def train_command(
     seed: int = option(TrainConfig, "seed"),
     steps: int | None = typer.Option(None, help="optimizer steps (default: the variant's)"),
     threads: int = option(TrainConfig, "threads"),
+    circle_share: float = option(ThinkTrainConfig, "circle_share"),
 ) -> None:
     """Train a testbed from scratch (deterministic for a seed; ~13 min on 2 cores), or the
     thinking model's delta (--variant smollm2-think; resumable in OUT).
@@ -79,7 +81,7 @@ def train_command(
     from loopfix.lab.train import train
 
     if variant == "smollm2-think":
-        _train_think(out, seed, steps, threads)
+        _train_think(out, seed, steps, threads, circle_share)
         return
     if variant not in VARIANTS:
         raise OptionError(
@@ -105,13 +107,14 @@ def train_command(
     )
 
 
-def _train_think(out: Path, seed: int, steps: int | None, threads: int) -> None:
+def _train_think(
+    out: Path, seed: int, steps: int | None, threads: int, circle_share: float
+) -> None:
     """`--variant smollm2-think`: distil the thinking teacher into SmolLM2 (lab.think_train)."""
-    from loopfix.lab.think_config import ThinkTrainConfig
     from loopfix.lab.think_train import train_think
     from loopfix.models.loading import resolve_model_path
 
-    update: dict[str, object] = {"seed": seed, "threads": threads}
+    update: dict[str, object] = {"seed": seed, "threads": threads, "circle_share": circle_share}
     if steps is not None:
         update["steps"] = steps
     config = ThinkTrainConfig.model_validate(update)
