@@ -53,8 +53,8 @@ def test_the_testbed_patch_gives_greedy_answers_back_while_its_loops_remain(
     verify = run_repair("loopfix:stargraph", tmp_path, config, report=lambda _: None)
     assert verify.decision is not None
     primary, greedy = verify.decision.primary, verify.by_temperature["0.0"]
-    greedy_answers = verify.answers["0.0"]
-    assert verify.accepted and verify.routes_passed == ("answers",), verify.verdict
+    greedy_answers = verify.decision.answers["0.0"]
+    assert verify.accepted and verify.decision.routes_passed == ("answers",), verify.verdict
     assert verify.verdict.startswith("accepted (attn_out L0,2 k8 a2): answers recovered, loops")
     net = greedy_answers.paired.net
     assert net >= 15 and greedy_answers.paired.mcnemar_p < 0.05, greedy_answers
