@@ -20,7 +20,9 @@ class ThinkTrainConfig(BaseModel):
     base: str = Field("loopfix:smollm2", description="the base model (a loopfix:NAME or folder)")
     seed: int = Field(0, ge=0, description="training seed (problems, traces, initialisation)")
     steps: int = Field(64, ge=1, description="optimizer steps")
-    batch_size: int = Field(8, ge=1, description="traces per step")
+    batch_size: int = Field(
+        8, ge=1, le=64, description="traces per step (a step draws from its own 64 problems)"
+    )
     rank: int = Field(8, ge=1, le=64, description="LoRA rank")
     alpha: float = Field(16.0, gt=0, description="LoRA alpha (scale = alpha / rank)")
     first_layer: int = Field(

@@ -28,13 +28,26 @@ from safetensors.torch import save
 from torch import nn
 
 from loopfix.atomic import atomic_writer, write_json_atomic
+from loopfix.errors import LoopfixError
 from loopfix.lab.think_config import THINK_HELD_OUT_SEED, ThinkTrainConfig
 from loopfix.lab.think_teacher import INSTRUCTION, ThinkProblem, make_problem, trace
 from loopfix.models.delta import DELTA_FILE, file_sha256
 
-__all__ = ["LoRALinear", "add_lora", "render_example", "train_think", "training_problem"]
+__all__ = [
+    "LoRALinear",
+    "ThinkTrainError",
+    "add_lora",
+    "render_example",
+    "train_think",
+    "training_problem",
+]
 
 _PROBLEMS_PER_SEED = 100_000
+_PROBLEMS_PER_STEP = 64  # ThinkTrainConfig.batch_size is at most this
+
+
+class ThinkTrainError(LoopfixError, ValueError):
+    """A training run that cannot start: one line for the command line."""
 
 
 class LoRALinear(nn.Module):
@@ -70,7 +83,10 @@ def add_lora(model: nn.Module, config: ThinkTrainConfig) -> dict[str, LoRALinear
         setattr(model.get_submodule(parent_name), attribute, lora)
         wrapped[f"{name}.weight"] = lora
     if not wrapped:
-        raise ValueError(f"no linear layer named {config.targets} at or above the first_layer")
+        raise ThinkTrainError(
+            f"no linear layer named {', '.join(config.targets)} in decoder layer "
+            f"{config.first_layer} or above"
+        )
     return wrapped
 
 
@@ -85,7 +101,7 @@ def _layer_index(name: str) -> int | None:
 def training_problem(seed: int, step: int, position: int) -> ThinkProblem:
     """Problem `position` of training step `step`: from suite seeds 1000 + seed * 1000 + ...,
     far from the held-out seed."""
-    index = step * 64 + position
+    index = step * _PROBLEMS_PER_STEP + position
     problem_seed = 1000 + seed * 1000 + index // _PROBLEMS_PER_SEED
     assert problem_seed != THINK_HELD_OUT_SEED
     return make_problem(problem_seed, index % _PROBLEMS_PER_SEED)
@@ -167,7 +183,7 @@ def train_think(
     if resume.is_file():
         state = torch.load(resume, weights_only=False)
         if state["config"] != config.model_dump(mode="json"):
-            raise ValueError(f"{resume} was written by another config; use a new --out")
+            raise ThinkTrainError(f"{resume} was written by another config; use a new --out")
         for (name, lora), saved in zip(wrapped.items(), state["factors"], strict=True):
             assert name == saved[0]
             lora.lora_A.data.copy_(saved[1])
