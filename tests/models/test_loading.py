@@ -76,7 +76,10 @@ def test_unknown_testbed_lists_the_available_ones(testbeds, name):
 def test_no_testbeds_installed(tmp_path, monkeypatch):
     monkeypatch.setenv(TESTBED_DIR_VARIABLE, str(tmp_path / "absent"))
     assert bundled_testbeds() == []
-    with pytest.raises(ModelLoadError, match="available: loopfix:smollm2, loopfix:gemma3-270m, loopfix:smollm2-think "):
+    with pytest.raises(
+        ModelLoadError,
+        match="available: loopfix:smollm2, loopfix:gemma3-270m, loopfix:smollm2-think ",
+    ):
         resolve_model_path("loopfix:stargraph")
 
 
