@@ -17,10 +17,10 @@ from loopfix.models.delta import (
     DerivedModel,
     delta_factors,
     derived_folder,
-    file_sha256,
     merge_delta,
 )
 from loopfix.models.errors import ModelLoadError
+from loopfix.models.gguf import file_sha256
 from loopfix.models.tiny import tiny_model, tiny_tokenizer
 
 _TEMPLATE = (

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, safe_open
 
 from loopfix.atomic import atomic_folder
 from loopfix.models.errors import ModelLoadError
-from loopfix.models.gguf import READ_CHUNK_BYTES, cache_dir
+from loopfix.models.gguf import cache_dir, file_sha256
 
 if TYPE_CHECKING:
     from torch import nn
@@ -34,7 +34,7 @@ __all__ = [
     "DerivedModel",
     "delta_factors",
     "derived_folder",
-    "file_sha256",
+    "file_sha256",  # gguf's, for `lab`, which may import this module only
     "merge_delta",
 ]
 
@@ -63,14 +63,6 @@ DERIVED_MODELS: dict[str, DerivedModel] = {
         sha256="134f30ea9de5891e939833071c42ff85585155a94d92a44e633e0f72418e3337",
     ),
 }
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(READ_CHUNK_BYTES):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def delta_factors(path: Path) -> tuple[dict[str, tuple[torch.Tensor, torch.Tensor]], float]:
