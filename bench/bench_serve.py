@@ -38,7 +38,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/vllm_server.py starts the vLLM server the tests use
 
-from tests.vllm_server import free_port, vllm_server  # noqa: E402
+from tests.server_process import free_port  # noqa: E402
+from tests.vllm_server import vllm_server  # noqa: E402
 
 
 @dataclass

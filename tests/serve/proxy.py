@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,12 +13,7 @@ import httpx
 import uvicorn
 
 from loopfix.serve import ServeConfig, create_app
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.server_process import free_port
 
 
 @contextmanager
