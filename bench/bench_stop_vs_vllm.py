@@ -40,8 +40,8 @@ from tests.serve.scripted_upstream import ScriptedUpstream  # noqa: E402
 Record = dict[str, Any]
 
 
-def records(run: Path, guard: str) -> dict[str, Record]:
-    path = run / "runs" / guard / "T0" / "records.jsonl"
+def records(run: Path, guard: str, temperature: float) -> dict[str, Record]:
+    path = run / "runs" / guard / f"T{temperature:g}" / "records.jsonl"
     rows = (json.loads(line) for line in path.read_text().splitlines())
     return {row["prompt_id"]: row for row in rows}
 
@@ -94,24 +94,26 @@ def judged(item: Any, row: Record) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a `loopfix compare` folder with none,cut,rescue")
+    parser.add_argument("--temperature", type=float, default=0.0, help="one of the run's")
     args = parser.parse_args()
-    config = json.loads((args.run / "runs" / "none" / "T0" / "scan.json").read_text())["config"]
+    at = args.temperature
+    scan = args.run / "runs" / "none" / f"T{at:g}" / "scan.json"
+    config = json.loads(scan.read_text())["config"]
     items = {item.id: item for item in load_suite(config["suite"], config["n"], config["seed"])}
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(config["model"]))
-    none = records(args.run, "none")
-    methods = {"vLLM repetition_detection (cut)": records(args.run, "cut")}
+    none = records(args.run, "none", at)
+    methods = {"vLLM repetition_detection (cut)": records(args.run, "cut", at)}
     with ScriptedUpstream() as upstream, running_proxy(ServeConfig(upstream=upstream.url)) as url:
         methods["loopfix stop (serve, guardrail)"] = {
             key: replay(url, row, tokenizer) for key, row in none.items()
         }
-    methods["loopfix rescue (processor)"] = records(args.run, "rescue")
+    methods["loopfix rescue (processor)"] = records(args.run, "rescue", at)
     right = {key: judged(items[key], row) for key, row in none.items()}
     loops = [key for key, row in none.items() if row["loop"]["looping"]]
     cuts = sum(row["finish_reason"] == "length" for row in none.values())
     mean = sum(len(row["tokens"]) for row in none.values()) / len(none)
-    print(
-        f"{config['model']}, {config['suite']}, n={len(none)}, T=0, cap {config['max_new_tokens']}"
-    )
+    cap = config["max_new_tokens"]
+    print(f"{config['model']}, {config['suite']}, n={len(none)}, T={at:g}, cap {cap}")
     print("| method | loops of none ended | stops of right answers / of non-loops |", end="")
     print(" answers + / - | cut at cap | tokens generated (mean) |")
     print("|---|---:|---:|---:|---:|---:|")
