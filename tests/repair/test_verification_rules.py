@@ -17,8 +17,8 @@ from loopfix.repair.decide import budget_checks, loops_checks
 from loopfix.repair.directions import random_directions
 from loopfix.repair.errors import RepairInputError
 from loopfix.repair.linear_proxy import LinearProxy
+from loopfix.repair.locate import find_directions
 from loopfix.repair.perplexity import general_ability, text_windows
-from loopfix.repair.pipeline import find_directions
 from loopfix.repair.scoring import Scorer
 from loopfix.repair.sources.testbed import make_pairs, normal_walks
 from loopfix.scan.testbed import testbed_config as task_config  # pytest collects test*

@@ -1,6 +1,7 @@
 """`run_repair`: find a loop direction, edit a few columns, prove it helps, write the patch.
 
-Eight steps, each a function of typed values returning one (a frozen dataclass), in this order:
+Eight steps, each a function of typed values returning one (a frozen dataclass), in this order
+(steps 2 and 3, where the loop runs and which edits to try, in `locate.py`):
 1. `source.build` -> `SourceInputs` (generator): matched pairs (equal length, no EOS) from the
    testbed teacher or scan records (`sources/`), training and held-out prompts kept apart;
    normal text for the KL check; the verification's prompt sets.
@@ -32,48 +33,30 @@ import gc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import torch
 
 from loopfix.atomic import check_output_path, write_json_atomic, write_text_atomic
 from loopfix.backends.hf import HFBackend
 from loopfix.backends.open import open_backend
 from loopfix.backends.spec import BackendSpec
-from loopfix.models import architecture_for, write_matrix
-from loopfix.models.modules import num_layers, residual_width
-from loopfix.patch import EditSite, build_patch, save_patch
-from loopfix.patch.edit import write_strength
-from loopfix.patch.sites import site_module
+from loopfix.patch import build_patch, save_patch
 from loopfix.repair.arms import ScreenRow, TemperatureResult
-from loopfix.repair.batches import ProbeBatch, branch_batches, walk_batches
 from loopfix.repair.candidates import (
     Candidate,
-    SearchRecord,
-    candidate_grid,
     edit_norm,
     norm_matched_control,
 )
 from loopfix.repair.causal import CausalResult, causal_check
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.decide import judge
-from loopfix.repair.directions import (
-    LayerDirections,
-    layer_directions,
-    mean_difference_directions,
-    random_directions,
-)
-from loopfix.repair.linear_proxy import LinearProxy, linear_candidates
-from loopfix.repair.optuna_search import optuna_search
+from loopfix.repair.locate import Found, Searched, find_directions, proxy_batches, search
 from loopfix.repair.perplexity import general_ability
-from loopfix.repair.probe import class_means, projections
 from loopfix.repair.report import render_report
 from loopfix.repair.result import ARMS, RepairResult, ScoredEdit, Timing, Verified
 from loopfix.repair.scan_verify import ScanPrompts
-from loopfix.repair.scoring import ProxyScore, Scorer
-from loopfix.repair.sources import BranchPair, RepairSource, source_for
+from loopfix.repair.scoring import Scorer
+from loopfix.repair.sources import RepairSource, source_for
 from loopfix.repair.sources.base import SourceInputs
 from loopfix.repair.verdict import screening_verdict, verdict
 from loopfix.repair.verification import Verifier
@@ -84,7 +67,7 @@ if TYPE_CHECKING:
 
     from loopfix.patch import Patch
 
-__all__ = ["Found", "SiteContribution", "find_directions", "rank_candidates", "run_repair"]
+__all__ = ["run_repair"]
 
 # The verified numbers a written patch carries (patch.json "metrics").
 PATCH_METRICS = ("accepted", "kl", "rescues", "regressions", "touched_fraction", *ARMS)
@@ -116,45 +99,6 @@ class Weights:
             assert isinstance(backend, HFBackend)  # an "hf" spec
             self.loaded, self.loads = backend, self.loads + 1
         return self.loaded
-
-
-@dataclass(frozen=True)
-class SiteContribution:
-    """How much of the mean difference along u an edit site writes, and how much of that its
-    eight strongest columns write."""
-
-    site: EditSite
-    writes_along_u: float
-    share_of_top8_columns: float
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "layer": self.site.layer,
-            "site": self.site.kind,
-            "writes_along_u": self.writes_along_u,
-            "share_of_top8_columns": self.share_of_top8_columns,
-        }
-
-
-@dataclass(frozen=True)
-class Found:
-    """Step 2: the directions, what each site writes along them, the controls' directions."""
-
-    directions: LayerDirections
-    sites: tuple[SiteContribution, ...]
-    random: tuple[torch.Tensor, ...]
-
-    def to_json(self) -> dict[str, object]:
-        """verify.json "directions"."""
-        return {"layers": self.directions.to_dict(), "sites": [c.to_json() for c in self.sites]}
-
-
-@dataclass(frozen=True)
-class Searched:
-    """Step 3: the candidates to screen, best first, and what the search saw."""
-
-    candidates: tuple[Candidate, ...]
-    record: SearchRecord
 
 
 @dataclass(frozen=True)
@@ -239,103 +183,6 @@ def run_repair(
     return write(model_spec, out, clock, inputs, searched, screened, scored)
 
 
-def find_directions(
-    model: PreTrainedModel, pairs: list[BranchPair], config: RepairConfig, pad_id: int
-) -> Found:
-    """Step 2: per-layer directions; per edit site how much of the mean difference along u it
-    writes (its inputs' mean difference times each column's u^T W, summed); the controls'
-    random directions."""
-    sites = [EditSite(layer, kind) for layer in range(num_layers(model)) for kind in config.sites]
-    batches = {
-        which: branch_batches(pairs, which, config.positions, config.batch_size, pad_id)
-        for which in ("repetitive", "productive")
-    }
-    means = {which: class_means(model, b, sites) for which, b in batches.items()}
-    difference = mean_difference_directions(means["repetitive"], means["productive"])
-    unit = difference / difference.norm(dim=1, keepdim=True)
-    rep = projections(model, batches["repetitive"], unit)
-    prod = projections(model, batches["productive"], unit)
-    contributions = []
-    for site in sites:
-        write = write_matrix(site_module(model, site), architecture_for(model).orientation)
-        delta = means["repetitive"].site_inputs[site] - means["productive"].site_inputs[site]
-        per_column = delta * write_strength(write, unit[site.layer])
-        top8 = per_column.abs().topk(min(8, per_column.numel())).values.sum()
-        share = float(top8 / per_column.abs().sum())
-        contributions.append(SiteContribution(site, float(per_column.sum()), share))
-    seeds = range(config.control_seed, config.control_seed + config.control_seeds)
-    return Found(
-        layer_directions(difference, rep, prod),
-        tuple(contributions),
-        tuple(random_directions(num_layers(model), residual_width(model), s) for s in seeds),
-    )
-
-
-def rank_candidates(
-    scored: list[tuple[Candidate, ProxyScore]], max_kl: float
-) -> list[tuple[Candidate, ProxyScore]]:
-    """Within the KL budget and lowering the repetitive branches first, by selectivity;
-    the rest after, by selectivity too (so a report can show why nothing qualified)."""
-
-    def key(item: tuple[Candidate, ProxyScore]) -> tuple[bool, float]:
-        score = item[1]
-        return (not (score.kl <= max_kl and score.d_rep < 0), -score.selectivity)
-
-    return sorted(scored, key=key)
-
-
-def _proxy_batches(inputs: SourceInputs) -> tuple[list[ProbeBatch], ...]:
-    """The held-out pairs' repetitive and productive branches and the normal text, batched as
-    the scorer and the first-order proxy read them."""
-    config, pad_id = inputs.config, inputs.pad_id
-    rep, prod = (
-        branch_batches(inputs.heldout, which, config.positions, config.batch_size, pad_id)
-        for which in ("repetitive", "productive")
-    )
-    return rep, prod, walk_batches(inputs.normal, config.batch_size, pad_id, config.kl_positions)
-
-
-def search(model: PreTrainedModel, inputs: SourceInputs, found: Found) -> Searched:
-    """Step 3: the candidates screened by generation, best first, and what the search saw: the
-    one place where `config.search` picks the grid, the optuna search or the first-order
-    ranking."""
-    config, directions = inputs.config, found.directions
-    rep, prod, normal = _proxy_batches(inputs)
-    # Built when first asked for: the first-order search's gradients (the largest peak of a
-    # real model's repair) then run before the scorer's base log-probs are held.
-    scorer = cache(lambda: Scorer(model, rep, prod, normal))
-    budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
-    if config.search == "linear":
-        sites = [site.site for site in found.sites]
-        proxy = LinearProxy.measure(model, rep, prod, directions.vectors, sites)
-        candidates, record = linear_candidates(model, directions.vectors, proxy, config, budget)
-        return Searched(tuple(candidates), record)
-    order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
-    layers = order[: config.search_layers]
-    if config.search == "optuna":
-        front, rest = optuna_search(model, directions.vectors, layers, budget, scorer(), config)
-        # The front first: screening then compares different selectivity/KL trade-offs rather
-        # than near-copies of the most selective trial.
-        ranked = rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
-    else:
-        grid = candidate_grid(
-            model,
-            directions.vectors,
-            config.sites,
-            layers,
-            config.max_layers,
-            config.ks,
-            config.alphas,
-            budget,
-        )
-        ranked = rank_candidates(
-            [(c, scorer().score(build_patch(model, c.requests))) for c in grid], config.max_kl
-        )
-    top = tuple(c.shape.to_json() | s.to_dict() for c, s in ranked[:10])
-    record = SearchRecord(config.search, len(ranked), top)
-    return Searched(tuple(c for c, _ in ranked[: config.verify_top]), record)
-
-
 def price(
     float32: HFBackend, inputs: SourceInputs, found: Found, searched: Searched
 ) -> tuple[Priced, ...]:
@@ -385,7 +232,7 @@ def score(
     model: PreTrainedModel, inputs: SourceInputs, found: Found, screened: Screened, checked: Checked
 ) -> Scored:
     """Step 7: the exact proxy and KL of the pick and its first control, and the decision."""
-    pick, scorer = screened.pick, Scorer(model, *_proxy_batches(inputs))
+    pick, scorer = screened.pick, Scorer(model, *proxy_batches(inputs))
     candidate, control = (
         ScoredEdit(
             edit.shape,
