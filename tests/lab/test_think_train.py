@@ -4,11 +4,14 @@ after a checkpoint and resumed writes the same delta as one run straight through
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
+from loopfix.cli import app
 from loopfix.lab.think_config import ThinkTrainConfig
 from loopfix.lab.think_train import add_lora, render_example, train_think, training_problem
 from loopfix.models.delta import (
@@ -160,3 +163,30 @@ def test_the_shipped_delta_is_the_pinned_one_with_its_provenance() -> None:
     factors, scale = delta_factors(folder / DELTA_FILE)
     assert len(factors) == 12 * 7 and scale == 2.0  # layers 18-29, seven projections
     assert (folder / DELTA_FILE).stat().st_size <= 10 * 2**20
+
+
+def test_the_cli_trains_a_step_of_the_thinker_and_refuses_a_bad_share(tmp_path: Path) -> None:
+    """`loopfix lab train --variant smollm2-think` on the real base: one step writes a delta
+    with its provenance; a circling share outside [0, 1] is one line, nothing written."""
+    runner = CliRunner()
+    bad = runner.invoke(
+        app,
+        [
+            "lab",
+            "train",
+            "--variant",
+            "smollm2-think",
+            "--circle-share",
+            "2",
+            "--out",
+            str(tmp_path / "bad"),
+        ],
+    )
+    assert bad.exit_code == 2 and "--circle-share" in " ".join(bad.output.split())
+    assert not (tmp_path / "bad").exists()
+    out = tmp_path / "one"
+    arguments = ["lab", "train", "--variant", "smollm2-think", "--steps", "1", "--out", str(out)]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["delta_sha256"] == file_sha256(out / DELTA_FILE)

@@ -75,7 +75,8 @@ def train_command(
     """Train a testbed from scratch (deterministic for a seed; ~13 min on 2 cores), or the
     thinking model's delta (--variant smollm2-think; resumable in OUT).
 
-    Example: loopfix lab train --variant stargraph --out runs/testbed --seed 0
+    Examples: loopfix lab train --variant stargraph --out runs/testbed --seed 0
+    loopfix lab train --variant smollm2-think --circle-share 0.25 --out runs/think
     """
     from loopfix.lab.config import VARIANTS
     from loopfix.lab.train import train
