@@ -114,10 +114,11 @@ def main() -> None:
     mean = sum(len(row["tokens"]) for row in none.values()) / len(none)
     cap = config["max_new_tokens"]
     print(f"{config['model']}, {config['suite']}, n={len(none)}, T={at:g}, cap {cap}")
-    print("| method | loops of none ended | stops of right answers / of non-loops |", end="")
-    print(" answers + / - | cut at cap | tokens generated (mean) |")
+    # Answers first, then the answers a stop cost, cuts, loops, tokens.
+    print("| method | answers + / - | stops of right answers / of non-loops |", end="")
+    print(" cut at cap | loops of none ended | tokens generated (mean) |")
     print("|---|---:|---:|---:|---:|---:|")
-    print(f"| none | 0 of {len(loops)} | - | - | {cuts} | {mean:.1f} |")
+    print(f"| none | - | - | {cuts} | 0 of {len(loops)} | {mean:.1f} |")
     for name, rows in methods.items():
         ok = {key: judged(items[key], rows[key]) for key in none}
         ended = sum(
@@ -132,8 +133,8 @@ def main() -> None:
         lost = sum(right[k] and not ok[k] for k in none)
         cut = sum(row["finish_reason"] == "length" for row in rows.values())
         tokens = sum(row.get("length") or len(row["tokens"]) for row in rows.values()) / len(rows)
-        print(f"| {name} | {ended} of {len(loops)} | {false} / {unlooped} |", end="")
-        print(f" +{gained} / -{lost} | {cut} | {tokens:.1f} |")
+        print(f"| {name} | +{gained} / -{lost} | {false} / {unlooped} |", end="")
+        print(f" {cut} | {ended} of {len(loops)} | {tokens:.1f} |")
 
 
 if __name__ == "__main__":
