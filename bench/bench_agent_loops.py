@@ -1,0 +1,93 @@
+"""Stuck-agent detection on the labelled public trajectories of data/agent_trajectories/:
+loopfix's rule against OpenHands' and gemini-cli's published rules, precision and recall per
+kind on one split, and the agreement (Cohen's kappa) of the two labelling passes.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_agent_loops.py --split held-out
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from loopfix.agents import KINDS, AgentVerdict, Step, detect_stuck, sniff
+from loopfix.agents.baselines import BASELINES
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent_trajectories"
+Label = dict[str, object]
+
+
+def kappa(first: list[object], second: list[object]) -> float | None:
+    """Cohen's kappa of two labellings (None when chance agreement is total)."""
+    classes = set(first) | set(second)
+    observed = sum(a == b for a, b in zip(first, second, strict=True)) / len(first)
+    chance = sum((first.count(c) / len(first)) * (second.count(c) / len(second)) for c in classes)
+    return None if chance == 1 else (observed - chance) / (1 - chance)
+
+
+def ratio(hits: int, total: int) -> str:
+    return f"{hits}/{total}" + ("" if total == 0 else f" ({hits / total:.2f})")
+
+
+def table(
+    rows: list[tuple[Label, list[Step]]], detector: Callable[[list[Step]], AgentVerdict]
+) -> list[str]:
+    verdicts = [detector(steps) for _, steps in rows]
+    labels = [label for label, _ in rows]
+    stuck = [bool(label["stuck"]) for label in labels]
+    called = [verdict.stuck for verdict in verdicts]
+    true_positive = sum(s and c for s, c in zip(stuck, called, strict=True))
+    false_alarms = sum(c and not s for s, c in zip(stuck, called, strict=True))
+    cells = [
+        f"precision {ratio(true_positive, sum(called))}",
+        f"recall {ratio(true_positive, sum(stuck))}",
+        f"false alarms on not-stuck {ratio(false_alarms, stuck.count(False))}",
+    ]
+    for kind in KINDS:
+        labelled = [v for label, v in zip(labels, verdicts, strict=True) if label["kind"] == kind]
+        said = [label for label, v in zip(labels, verdicts, strict=True) if v.kind == kind]
+        if labelled or said:
+            caught = sum(v.stuck for v in labelled)
+            right = sum(label["kind"] == kind for label in said)
+            recall, precision = ratio(caught, len(labelled)), ratio(right, len(said))
+            cells.append(f"{kind}: recall {recall}, precision {precision}")
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("tune", "held-out", "all"), default="held-out")
+    args = parser.parse_args()
+    manifest = {row["file"]: row for row in map(json.loads, (CORPUS / "manifest.jsonl").open())}
+    labelled = [json.loads(line) for line in (CORPUS / "labels.jsonl").open()]
+    passes = [
+        [json.dumps(row[name], sort_keys=True) for row in labelled] for name in ("pass1", "pass2")
+    ]
+    rows: list[tuple[Label, list[Step]]] = []
+    for row in labelled:
+        if args.split in ("all", manifest[row["file"]]["split"]):
+            (trajectory,) = sniff(CORPUS / row["file"]) or []
+            rows.append((row["pass1"], trajectory.steps))
+    positives = sum(bool(label["stuck"]) for label, _ in rows)
+    print(f"split {args.split}: {len(rows)} trajectories, {positives} stuck (pass 1 labels)")
+    agreement = kappa(*passes)
+    print(
+        f"labelling passes: kappa {'undefined' if agreement is None else f'{agreement:.2f}'} "
+        f"over all {len(labelled)} items"
+    )
+    detectors = {"loopfix": detect_stuck, **BASELINES}
+    print(
+        "| detector | "
+        + " | ".join(["stuck precision", "stuck recall", "false alarms", "per kind"])
+        + " |"
+    )
+    print("|---|---|---|---|---|")
+    for name, detector in detectors.items():
+        cells = table(rows, detector)
+        print(f"| {name} | " + " | ".join([*cells[:3], "; ".join(cells[3:]) or "-"]) + " |")
+
+
+if __name__ == "__main__":
+    main()

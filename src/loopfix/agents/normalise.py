@@ -1,0 +1,98 @@
+"""How two tool calls, results or messages are judged "the same": text normalised so that
+noise which changes between identical runs (white space, argument order, object addresses,
+clock times) does not hide a repeat, while anything a polling agent is waiting for (counts,
+statuses, progress numbers) still tells two results apart."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_SPACE = re.compile(r"\s+")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+# A wall-clock time (12:03:55, 12:03:55.123) changes on every call of an unchanged command.
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b")
+_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
+_WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"\d+")
+# A line that reports an error, as a traceback's last line or a shell or git says it: at the
+# start of the line, so that source code which names an exception (`raise KeyError(`) is none.
+# A bare non-zero exit code is no error here: `grep` says "no match" with it.
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[\w.]*(?:Error|Exception)\b(?::|$)|(?:error|fatal)\b)|"
+    r"\bcommand not found\b|\bNo such file or directory\b|\bPermission denied\b",
+    re.IGNORECASE,
+)
+SHOWN_CHARS = 120
+"""Longest excerpt of arguments or results a verdict shows."""
+
+
+def collapse(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def normalise_args(arguments: Any) -> str:
+    """Arguments as one canonical string: a JSON object (or a JSON string holding one, as
+    OpenAI's `function.arguments` is) with sorted keys and collapsed white space in every
+    string value; anything else as collapsed text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return collapse(arguments)
+    return json.dumps(_collapse_strings(arguments), sort_keys=True, ensure_ascii=False)
+
+
+def _collapse_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return collapse(value)
+    if isinstance(value, dict):
+        return {key: _collapse_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_collapse_strings(item) for item in value]
+    return value
+
+
+def normalise_result(text: str) -> str:
+    return collapse(_CLOCK.sub("<time>", _ADDRESS.sub("0x<addr>", text)))
+
+
+def is_trivial(result: str | None) -> bool:
+    """A result that says (almost) nothing: empty output, a bare exit code, "OK". Different
+    calls return it all the time (every edit, every `sleep`), so its repeating is no loop."""
+    if result is None:
+        return True
+    return len(_WORD.findall(_TAG.sub(" ", result))) < 3
+
+
+def error_signature(raw: str) -> str | None:
+    """The error a result reports, or None: its last line that reports one (a traceback's
+    last line), markup dropped and digits masked (line numbers move, the error stays)."""
+    for line in reversed(raw.splitlines()):
+        if _ERROR_LINE.search(line):
+            return mask_numbers(collapse(_TAG.sub(" ", line)))
+    return None
+
+
+def mask_numbers(text: str) -> str:
+    return _DIGITS.sub("#", text)
+
+
+def numbers_rise(args: list[str]) -> bool:
+    """Arguments that differ only in their numbers, which never fall and do not all stay the
+    same: a wait with back-off (`sleep 5`, `sleep 10`, ...) or a growing timeout."""
+    shapes = {mask_numbers(arg) for arg in args}
+    if len(shapes) != 1:
+        return False
+    series = [[int(n) for n in _DIGITS.findall(arg)] for arg in args]
+    # same shape: every argument has as many numbers
+    steps = zip(series, series[1:], strict=False)
+    rising = all(b >= a for earlier, later in steps for a, b in zip(earlier, later, strict=True))
+    return rising and series[0] != series[-1]
+
+
+def excerpt(text: str | None) -> str:
+    if text is None:
+        return "(no result)"
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."

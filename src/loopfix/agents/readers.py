@@ -1,0 +1,213 @@
+"""Agent trajectories from files: OpenAI chat messages (assistant `tool_calls`, `tool`
+results; a bare list, an object with `messages` such as a request body or a mini-SWE-agent
+`.traj.json`, or a JSONL file of either) and SWE-agent `.traj` files (`trajectory`: action,
+observation). Anything else is not a trajectory (`sniff` says None), and a trajectory with a
+bad field is a `TrajectoryError` naming the file, the line and the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from loopfix.agents.normalise import (
+    SHOWN_CHARS,
+    collapse,
+    error_signature,
+    normalise_args,
+    normalise_result,
+)
+from loopfix.agents.steps import SAY, Step, Trajectory
+from loopfix.errors import LoopfixError
+
+
+class TrajectoryError(LoopfixError):
+    """A trajectory that cannot be read, said as `FILE[:LINE]: FIELD: problem`."""
+
+
+class _FieldError(Exception):
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"{field}: {problem}")
+
+
+def _text(content: Any, field: str) -> str:
+    """A message's content: a string, null, or OpenAI's list of parts (the text parts joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    raise _FieldError(field, f"expected a string or a list of parts, got {type(content).__name__}")
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _FieldError(field, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, field: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _FieldError(field, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _step(turn: int, name: str, arguments: Any, raw_result: str | None) -> Step:
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Step(
+        turn=turn,
+        name=name,
+        args=normalise_args(arguments) if name != SAY else collapse(arguments),
+        result=None if raw_result is None else normalise_result(raw_result),
+        error=None if raw_result is None else error_signature(raw_result),
+        shown_args=collapse(shown)[:SHOWN_CHARS],
+    )
+
+
+def _tool_results(messages: list[Any]) -> dict[str, str]:
+    results: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id is not None:
+                results[str(call_id)] = _text(message.get("content"), f"messages[{index}].content")
+    return results
+
+
+def _reply(messages: list[Any], index: int) -> str | None:
+    """The user message right after `messages[index]` (a harness's answer to a message
+    without a tool call), if there is one."""
+    following = messages[index + 1] if index + 1 < len(messages) else None
+    if not isinstance(following, dict) or following.get("role") != "user":
+        return None
+    return _text(following.get("content"), f"messages[{index + 1}].content")
+
+
+def _call_steps(
+    message: dict[str, Any], where: str, turn: int, results: dict[str, str], later: list[Any]
+) -> list[Step]:
+    calls = _list(message.get("tool_calls"), f"{where}.tool_calls")
+    # calls without ids take the id-less `tool` messages that follow, in order
+    unanswered = iter(
+        m
+        for m in later
+        if isinstance(m, dict) and m.get("role") == "tool" and not m.get("tool_call_id")
+    )
+    steps = []
+    for number, raw_call in enumerate(calls):
+        field = f"{where}.tool_calls[{number}]"
+        function = _object(_object(raw_call, field).get("function"), f"{field}.function")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise _FieldError(f"{field}.function.name", "missing")
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, (str, dict)):
+            raise _FieldError(f"{field}.function.arguments", "expected a string or an object")
+        if raw_call.get("id") is not None:
+            result = results.get(str(raw_call["id"]))
+        else:
+            reply = next(unanswered, None)
+            result = None if reply is None else _text(reply.get("content"), f"{field} result")
+        steps.append(_step(turn, name, arguments, result))
+    return steps
+
+
+def openai_steps(messages: list[Any]) -> list[Step]:
+    """Steps of an OpenAI chat: each tool call with the `tool` message answering its id, and
+    each assistant message without calls with the user message that answered it."""
+    results = _tool_results(messages)
+    steps: list[Step] = []
+    turn = 0
+    for index, raw in enumerate(messages):
+        where = f"messages[{index}]"
+        message = _object(raw, where)
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise _FieldError(f"{where}.role", "missing (expected system, user, assistant, tool)")
+        if role != "assistant":
+            continue
+        turn += 1
+        if message.get("tool_calls"):
+            steps += _call_steps(message, where, turn, results, messages[index + 1 :])
+        else:
+            text = _text(message.get("content"), f"{where}.content")
+            steps.append(_step(turn, SAY, text, _reply(messages, index)))
+    return steps
+
+
+def swe_agent_steps(entries: list[Any]) -> list[Step]:
+    """Steps of a SWE-agent `.traj` `trajectory`: the action's first word is the tool (a
+    command, `open`, `edit`, `submit`, ...), the rest its arguments, the observation its
+    result. An empty action (the run ended on a limit) is no step."""
+    steps: list[Step] = []
+    for index, raw in enumerate(entries):
+        where = f"trajectory[{index}]"
+        entry = _object(raw, where)
+        action = entry.get("action")
+        if not isinstance(action, str):
+            raise _FieldError(f"{where}.action", "missing (expected the command text)")
+        observation = entry.get("observation")
+        if observation is not None and not isinstance(observation, str):
+            raise _FieldError(f"{where}.observation", "expected a string")
+        name, _, rest = action.strip().partition(" ")
+        if name:
+            steps.append(_step(index + 1, name, rest, observation))
+    return steps
+
+
+def trajectory_of(data: Any, default_id: str, line: int | None = None) -> Trajectory | None:
+    """The trajectory `data` holds, or None when its shape is no trajectory format's."""
+    if isinstance(data, list) and data and all(isinstance(m, dict) and "role" in m for m in data):
+        return Trajectory(default_id, openai_steps(data), "openai", line)
+    if not isinstance(data, dict):
+        return None
+    identity = str(data.get("instance_id") or data.get("id") or default_id)
+    if isinstance(data.get("messages"), list):
+        steps = openai_steps(data["messages"])
+        return Trajectory(identity, steps, "openai", line)
+    if isinstance(data.get("trajectory"), list):
+        return Trajectory(identity, swe_agent_steps(data["trajectory"]), "swe-agent", line)
+    return None
+
+
+def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    for number, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            try:
+                yield number, json.loads(raw)
+            except ValueError as error:
+                raise TrajectoryError(f"{path}:{number}: not JSON: {error}") from None
+
+
+def sniff(path: Path) -> list[Trajectory] | None:
+    """The trajectories in `path` (.json, .traj or .jsonl), or None when the file holds no
+    trajectory (the first JSONL record decides for the file). Raises `TrajectoryError` for a
+    trajectory file with a bad record or field."""
+    if path.suffix.lower() not in (".json", ".traj", ".jsonl"):
+        return None
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".jsonl":
+        records: list[tuple[int | None, Any]] = list(_json_lines(path, text))
+    else:
+        try:
+            records = [(None, json.loads(text))]
+        except ValueError as error:
+            if path.suffix.lower() == ".traj":
+                raise TrajectoryError(f"{path}: not JSON: {error}") from None
+            return None
+    found: list[Trajectory] = []
+    for line, data in records:
+        where = f"{path}:{line}" if line is not None else str(path)
+        name = path.name.split(".")[0] if line is None else f"{path.stem}:{line}"
+        try:
+            trajectory = trajectory_of(data, name, line)
+        except _FieldError as error:
+            raise TrajectoryError(f"{where}: {error}") from None
+        if trajectory is None:
+            if not found:
+                return None
+            raise TrajectoryError(f"{where}: not a trajectory (expected messages or trajectory)")
+        found.append(trajectory)
+    return found or None
