@@ -12,9 +12,10 @@ Five kinds, each a run of consecutive steps:
   `alternation_repeats` times (A B A B A B).
 
 Polling is told apart by its results: a call repeated while its result changes is no run of
-any kind, and a run whose arguments differ only in rising numbers (`sleep 5`, `sleep 10`, a
-growing timeout or offset) is a wait with back-off, not a loop. Results that say nothing (an
-empty output, a bare exit code) never make a same-result run: every edit returns them.
+any kind, and a run whose arguments differ only in numbers that grow by half or more each call
+(`sleep 5`, `sleep 10`, `sleep 20`; a growing timeout) is a wait with back-off, not a loop.
+Results that say nothing (an empty output, a bare exit code) never make a same-result run:
+every edit returns them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopfix.agents.normalise import excerpt, is_trivial, mask_numbers, numbers_rise
+from loopfix.agents.normalise import backs_off, excerpt, is_trivial, mask_numbers
 from loopfix.agents.steps import SAY, Step
 
 Kind = Literal["error-loop", "identical-calls", "monologue", "same-result", "alternation"]
@@ -140,7 +141,7 @@ def _keyed_runs(steps: list[Step], kind: Kind, needed: int, key: list[object | N
     same = [key[j] is not None and key[j] == key[j + 1] for j in range(len(steps) - 1)]
     runs = []
     for start, end in _stretches(same, 1):
-        if end - start >= needed and not numbers_rise([s.args for s in steps[start:end]]):
+        if end - start >= needed and not backs_off([s.args for s in steps[start:end]]):
             runs.append(_Run(kind, start, end, 1, end - start))
     return runs
 

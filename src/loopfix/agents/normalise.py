@@ -79,17 +79,25 @@ def mask_numbers(text: str) -> str:
     return _DIGITS.sub("#", text)
 
 
-def numbers_rise(args: list[str]) -> bool:
-    """Arguments that differ only in their numbers, which never fall and do not all stay the
-    same: a wait with back-off (`sleep 5`, `sleep 10`, ...) or a growing timeout."""
-    shapes = {mask_numbers(arg) for arg in args}
-    if len(shapes) != 1:
+BACK_OFF_FACTOR = 1.5
+"""Smallest growth, call to call, of a number that makes repeated arguments a back-off."""
+
+
+def backs_off(args: list[str]) -> bool:
+    """Arguments that differ only in numbers, each changing number growing by at least
+    `BACK_OFF_FACTOR` from call to call: a wait with back-off (`sleep 5`, `sleep 10`,
+    `sleep 20`) or a growing timeout. Pages or line ranges that move by a step (1, 2, 3 or
+    `sed -n 1,40p`, `2,41p`) grow too slowly to be one."""
+    if len({mask_numbers(arg) for arg in args}) != 1:
         return False
     series = [[int(n) for n in _DIGITS.findall(arg)] for arg in args]
-    # same shape: every argument has as many numbers
-    steps = zip(series, series[1:], strict=False)
-    rising = all(b >= a for earlier, later in steps for a, b in zip(earlier, later, strict=True))
-    return rising and series[0] != series[-1]
+    grew = False
+    for earlier, later in zip(series, series[1:], strict=False):
+        for before, after in zip(earlier, later, strict=True):
+            if after != before and after < before * BACK_OFF_FACTOR:
+                return False
+            grew = grew or after != before
+    return grew
 
 
 def excerpt(text: str | None) -> str:

@@ -172,42 +172,49 @@ def trajectory_of(data: Any, default_id: str, line: int | None = None) -> Trajec
     return None
 
 
-def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+def _records(path: Path, text: str) -> Iterator[tuple[int | None, Any]]:
+    """(line, parsed JSON) of each JSONL record, or (None, the whole file's JSON); a record that
+    is not JSON yields (line, `TrajectoryError`) for the caller to raise or ignore."""
+    if path.suffix.lower() != ".jsonl":
+        try:
+            yield None, json.loads(text)
+        except ValueError as error:
+            yield None, TrajectoryError(f"{path}: not JSON: {error}")
+        return
     for number, raw in enumerate(text.splitlines(), 1):
         if raw.strip():
             try:
                 yield number, json.loads(raw)
             except ValueError as error:
-                raise TrajectoryError(f"{path}:{number}: not JSON: {error}") from None
+                yield number, TrajectoryError(f"{path}:{number}: not JSON: {error}")
 
 
 def sniff(path: Path) -> list[Trajectory] | None:
     """The trajectories in `path` (.json, .traj or .jsonl), or None when the file holds no
-    trajectory (the first JSONL record decides for the file). Raises `TrajectoryError` for a
-    trajectory file with a bad record or field."""
-    if path.suffix.lower() not in (".json", ".traj", ".jsonl"):
+    trajectory: its first record (the whole file for .json) decides, so other JSON and JSONL
+    inputs go on to the text detector untouched. Raises `TrajectoryError` for a trajectory file
+    with a record that is not JSON, not a trajectory, or has a bad field (a `.traj` file is a
+    trajectory file whatever it holds)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".traj", ".jsonl"):
         return None
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() == ".jsonl":
-        records: list[tuple[int | None, Any]] = list(_json_lines(path, text))
-    else:
-        try:
-            records = [(None, json.loads(text))]
-        except ValueError as error:
-            if path.suffix.lower() == ".traj":
-                raise TrajectoryError(f"{path}: not JSON: {error}") from None
-            return None
     found: list[Trajectory] = []
-    for line, data in records:
+    for line, data in _records(path, path.read_text(encoding="utf-8-sig")):
         where = f"{path}:{line}" if line is not None else str(path)
+        if isinstance(data, TrajectoryError):
+            if found or suffix == ".traj":
+                raise data
+            return None
         name = path.name.split(".")[0] if line is None else f"{path.stem}:{line}"
         try:
             trajectory = trajectory_of(data, name, line)
         except _FieldError as error:
             raise TrajectoryError(f"{where}: {error}") from None
         if trajectory is None:
-            if not found:
-                return None
-            raise TrajectoryError(f"{where}: not a trajectory (expected messages or trajectory)")
+            if found or suffix == ".traj":
+                raise TrajectoryError(
+                    f"{where}: not a trajectory (expected messages or trajectory)"
+                )
+            return None
         found.append(trajectory)
     return found or None

@@ -21,6 +21,7 @@ from loopfix.cli.common import OptionError, console, errors, fail, narrow_table
 from loopfix.cli.options import flag
 
 if TYPE_CHECKING:
+    from loopfix.agents import Trajectory
     from loopfix.detect import DetectConfig, LoopVerdict
     from loopfix.detect.inputs import Decoding, InputError, TextInput
 
@@ -121,10 +122,12 @@ def detect_command(
     states: Annotated[bool, typer.Option("--states", help=STATES_HELP)] = False,
 ) -> None:
     """Find generation loops in model outputs and print id, line, looping, kind, onset, period,
-    repeats, the deciding evidence and its score. A JSONL row's id is the record's `id` or
-    `prompt_id` (else its line number), followed by the field for an OpenAI choice; line is its
-    line in the file. An OpenAI choice or record with finish_reason "length" counts as cut at the
-    token limit.
+    repeats, the deciding evidence and its score. An agent trajectory (.json, .traj or .jsonl of
+    OpenAI chat messages with tool calls, or a SWE-agent .traj) gets the stuck-agent verdict
+    instead: kind, onset turn, repeats and the repeating calls (docs/agents.md). A JSONL row's
+    id is the record's `id` or `prompt_id` (else its line number), followed by the field for an
+    OpenAI choice; line is its line in the file. An OpenAI choice or record with finish_reason
+    "length" counts as cut at the token limit.
 
     Example: loopfix detect outputs.jsonl --field text --json verdicts.jsonl --fail-on-loop
     """
@@ -136,6 +139,13 @@ def detect_command(
     policy = _decoding(decoding)
     if json_out is not None:
         check_output_path(json_out, *([] if path == "-" else [path]))
+    if path != "-":
+        from loopfix.agents import sniff
+
+        trajectories = sniff(Path(path))
+        if trajectories is not None:
+            _detect_trajectories(path, trajectories, json_out, fail_on_loop)
+            return
     rows: list[dict[str, object]] = []
     looping_cut: int | None = None  # None: no input says whether it was cut
     try:
@@ -179,6 +189,46 @@ def detect_command(
     if fail_on_loop and unreadable:
         fail(f"--fail-on-loop: {len(unreadable)} lines of {path} could not be checked")
     if fail_on_loop and looping:
+        raise typer.Exit(1)
+
+
+AGENT_COLUMNS = (
+    ("id", "id"),
+    ("line", "line"),
+    ("stuck", "stuck"),
+    ("kind", "kind"),
+    ("onset turn", "onset_turn"),
+    ("reps", "repeats"),
+)
+"""(header, full name) of the stuck-agent table; the full names are the keys of each `--json`
+row, with the trajectory's `format`, its `steps`, `ongoing` (stuck at its last step) and `unit`
+(the repeating calls, also printed under the table)."""
+
+
+def _detect_trajectories(
+    path: str, trajectories: list[Trajectory], json_out: Path | None, fail_on_loop: bool
+) -> None:
+    from loopfix.agents import detect_stuck
+    from loopfix.atomic import write_text_atomic
+
+    rows: list[dict[str, object]] = []
+    for trajectory in trajectories:
+        verdict = detect_stuck(trajectory.steps).to_dict()
+        row: dict[str, object] = {"id": trajectory.id, "line": trajectory.line}
+        row.update(format=trajectory.format, steps=len(trajectory.steps), **verdict)
+        rows.append(row)
+    cells = [
+        ["" if row[key] is None else str(row[key]) for _, key in AGENT_COLUMNS] for row in rows
+    ]
+    console.print(narrow_table(f"stuck agents in {path}", AGENT_COLUMNS, cells))
+    for row in rows:
+        for step in row["unit"]:  # type: ignore[attr-defined]
+            console.print(f"{escape(str(row['id']))} repeats: {escape(step)}", highlight=False)
+    stuck = sum(bool(row["stuck"]) for row in rows)
+    console.print(f"{len(rows)} trajectories, {stuck} stuck")
+    if json_out is not None:
+        write_text_atomic(json_out, "".join(json.dumps(row) + "\n" for row in rows))
+    if fail_on_loop and stuck:
         raise typer.Exit(1)
 
 
