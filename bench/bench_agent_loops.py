@@ -19,7 +19,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent_trajectories"
 Label = dict[str, object]
 
 
-def kappa(first: list[object], second: list[object]) -> float | None:
+def kappa(first: list[str], second: list[str]) -> float | None:
     """Cohen's kappa of two labellings (None when chance agreement is total)."""
     classes = set(first) | set(second)
     observed = sum(a == b for a, b in zip(first, second, strict=True)) / len(first)
