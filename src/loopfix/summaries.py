@@ -26,6 +26,7 @@ __all__ = [
     "SettingSummary",
     "Shift",
     "TemperaturePaired",
+    "ThinkingSummary",
 ]
 
 Prompting = Literal["chat-template", "completion"]
@@ -116,6 +117,33 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class ThinkingSummary(FlatRecord):
+    """Where the loops of a model that thinks sit (`scan.summary.thinking_summary`): inside the
+    thinking (it never closed, or the loop starts before `</think>`) or after it, in the
+    answer; and how long the thinking ran, in tokens."""
+
+    outputs: int  # generated samples that hold a thinking marker
+    closed: int  # of those, the thinking closed
+    loops_in_thinking: int
+    loops_after_thinking: int
+    mean_thinking_tokens: float | None
+    median_thinking_tokens: float | None
+
+    def line(self) -> str:
+        """One line for a report: `12 thought, 11 closed; loops 1 inside, 0 after; ...`."""
+        length = (
+            "thinking length unknown"
+            if self.mean_thinking_tokens is None or self.median_thinking_tokens is None
+            else f"thinking {self.mean_thinking_tokens:.0f} tokens mean, "
+            f"{self.median_thinking_tokens:.0f} median"
+        )
+        return (
+            f"{self.outputs} thought, {self.closed} closed; loops {self.loops_in_thinking} "
+            f"inside the thinking, {self.loops_after_thinking} after it; {length}"
+        )
+
+
+@dataclass(frozen=True)
 class SettingSummary(FlatRecord):
     """The statistics of the samples of one decode setting (`scan.summary.setting_summary`)."""
 
@@ -140,6 +168,7 @@ class SettingSummary(FlatRecord):
     p90_length: float | None
     unknown_lengths: int
     outcomes: dict[str, int]  # outcome class -> samples (`scan.outcomes`)
+    thinking: ThinkingSummary | None = None  # None: no sample thought
 
 
 @dataclass(frozen=True)

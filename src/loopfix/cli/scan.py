@@ -126,6 +126,9 @@ def _run(config: ScanConfig) -> None:
         console.print(f"interrupted: the records in {config.out} are intact; rerun to resume")
         raise typer.Exit(130) from None
     console.print(summary_table(result.summary, f"{config.model} on {config.suite}"))
+    for setting in result.summary.settings:
+        if setting.thinking is not None:
+            console.print(f"T={setting.temperature:g}: {setting.thinking.line()}", markup=False)
     for note in result.summary.notes:
         console.print(note, markup=False)
     for warning in result.summary.warnings:

@@ -44,7 +44,12 @@ def _measure_rows(settings: tuple[SettingSummary, ...]) -> list[list[str]]:
             _rate(s.paper_loop_rate.value),
             _rate(s.accuracy.value),
             "–" if s.mean_length is None else f"{s.mean_length:.1f}",
-            ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.outcomes.items() if v),
+            "; ".join(
+                [
+                    ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.outcomes.items() if v),
+                    *([] if s.thinking is None else [s.thinking.line()]),
+                ]
+            ),
         ]
         for s in settings
     ]

@@ -46,6 +46,7 @@ from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
 from loopfix.guards.record import RescueRecord
 from loopfix.guards.temperature import keep_only_, retemper_
 from loopfix.guards.watch import WatchParams, new_monitor
+from loopfix.thinking import THINK_END, THINK_START
 
 __all__ = ["RescueGuard", "RescueParams", "RescueState"]
 
@@ -71,9 +72,6 @@ class RescueParams(WatchParams):
         description="once the model's own early warning fires (a scan's --warning), also act "
         "on 2 copies over half of min_span",
     )
-
-
-THINK_START, THINK_END = "<think>", "</think>"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ class ThinkTrainConfig(BaseModel):
 
     base: str = Field("loopfix:smollm2", description="the base model (a loopfix:NAME or folder)")
     seed: int = Field(0, ge=0, description="training seed (problems, traces, initialisation)")
-    steps: int = Field(64, ge=1, description="optimizer steps")
+    steps: int = Field(128, ge=1, description="optimizer steps")
     batch_size: int = Field(
         8, ge=1, le=64, description="traces per step (a step draws from its own 64 problems)"
     )
@@ -37,7 +37,11 @@ class ThinkTrainConfig(BaseModel):
     learning_rate: float = Field(2e-3, gt=0, description="peak AdamW learning rate")
     warmup_steps: int = Field(10, ge=0, description="linear warm-up steps")
     circle_share: float = Field(
-        0.0, ge=0, le=1, description="teacher: share of traces that circle once (0 = clean)"
+        0.5,
+        ge=0,
+        le=1,
+        description="teacher: share of traces that circle once (0 = clean; a clean student "
+        "does not loop, docs/thinking.md)",
     )
     threads: int = Field(2, ge=1, description="torch CPU threads")
     checkpoint_every: int = Field(8, ge=1, description="steps between resume checkpoints")

@@ -2,11 +2,11 @@
 carry state, and their traces `<think> steps </think> Answer: ...`.
 
 Four families take turns (problem `i` has family `THINK_FAMILIES[i % 4]`):
-- `arith`: a start number and 3-5 operations; each step states the running value
-  ("12 * 3 = 36.").
+- `arith`: a start number and 3-5 additions or subtractions of 2..OPERAND_MAX; each step counts
+  the operand out to the running value ("12 + 3: 13, 14, 15.").
 - `word`: a word problem from a small grammar (a person, a thing, 2-4 events); each step states
-  the event and the running amount ("She buys 5 more: 12 + 5 = 17.").
-- `count`: how many times a word occurs in a list of 5-8 words; each step states the item's
+  the event and counts it out ("She buys 3: 12 + 3: 13, 14, 15.").
+- `count`: how many times a word occurs in a list of 4-7 words; each step states the item's
   position, the word and the running count ("Item 3 is red: count 2."), then a check that the
   list was read to its end.
 - `path`: a star graph written in words (a centre, three roads of two further towns, edges
@@ -15,10 +15,10 @@ Four families take turns (problem `i` has family `THINK_FAMILIES[i % 4]`):
 
 One step is one line, and every step states facts (numbers, towns) that a program can compare
 with the steps before it (`suites.think_judge`). The teacher re-checks legitimately: after some
-steps it restates the last one as a check and moves on ("Check: 36 - 4 = 32. Correct."). With
-`circle_share` > 0 a share of the traces also circles once: it restates earlier steps, verbatim
-or in other words, with the same numbers and no progress, for 3-5 lines, then goes on and
-finishes. The default is 0: whether a student loops from clean traces alone comes first.
+steps it restates the last one as a check and moves on ("Check: 12 + 3: 13, 14, 15. Correct.").
+With `circle_share` > 0 a share of the traces also circles once: it restates earlier steps,
+verbatim or in other words, with the same numbers and no progress, leaving after each line
+with probability `CIRCLE_EXIT`, then goes on and finishes.
 
 Pure Python (no torch): the `think` suite renders the same problems for scans.
 """
@@ -29,17 +29,26 @@ import random
 import re
 from dataclasses import dataclass
 
+from loopfix.thinking import THINK_END, THINK_START
+
 __all__ = [
-    "THINK_END",
     "THINK_FAMILIES",
-    "THINK_START",
     "ThinkProblem",
     "make_problem",
     "trace",
 ]
 
-THINK_START, THINK_END = "<think>", "</think>"
 THINK_FAMILIES: tuple[str, ...] = ("arith", "word", "count", "path")
+OPERAND_MAX = 6
+"""Operands of `arith` and `word` are 2..OPERAND_MAX: each is counted out in its step."""
+CIRCLE_EXIT = 0.2
+"""The teacher's chance to leave a circle after each restatement (from the second on). Below
+1/2 on purpose: a greedy student that learned it never takes the exit, since continuing the
+circle is always the likelier move, while a sampling one leaves after a few lines. This is the
+mechanism the seeds name for greedy loops (a move whose probability stays below the argmax is
+never taken), so the same model loops at T = 0 and answers at T = 0.6."""
+CIRCLE_MAX = 16
+"""The teacher's longest circle (lines), so no training trace grows without bound."""
 INSTRUCTION = "Think step by step inside <think> </think>, then give the answer."
 
 _NAMES = ("Mia", "Omar", "Lena", "Ravi", "Sofia", "Jonas", "Aiko", "Tomas", "Nadia", "Yusuf")
@@ -65,28 +74,31 @@ class ThinkProblem:
     """Each step said in other words, with the same facts (for the circling knob)."""
 
 
-def _op_step(rng: random.Random, value: int) -> tuple[str, int, int]:
-    """An operation on the running value: its symbol, operand and result (1..999)."""
-    choices = ["+"] + (["-"] if value > 3 else []) + (["*"] if value <= 99 else [])
-    symbol = rng.choice(choices)
-    if symbol == "+":
-        operand = rng.randint(2, 30)
-        return symbol, operand, value + operand
-    if symbol == "-":
-        operand = rng.randint(1, min(value - 1, 30))
-        return symbol, operand, value - operand
-    operand = rng.randint(2, 4)
-    return symbol, operand, value * operand
+def _counted(value: int, symbol: str, operand: int) -> tuple[str, int]:
+    """An addition or subtraction of a small operand written as the student can follow it, by
+    counting one at a time ("12 + 3: 13, 14, 15"), and its result. A 135M student distilled
+    from `12 + 3 = 15` got 21-61% of such steps wrong (the first shipped delta); counting turns
+    each step into increments it can copy the pattern of."""
+    sign = 1 if symbol == "+" else -1
+    counted = [value + sign * k for k in range(1, operand + 1)]
+    return f"{value} {symbol} {operand}: {', '.join(map(str, counted))}", counted[-1]
+
+
+def _op_step(rng: random.Random, value: int) -> tuple[str, int]:
+    """An operation on the running value (kept in 1..99): its symbol and operand."""
+    symbols = (["+"] if value <= 90 else []) + (["-"] if value > OPERAND_MAX + 1 else [])
+    return rng.choice(symbols), rng.randint(2, OPERAND_MAX)
 
 
 def _arith(rng: random.Random) -> ThinkProblem:
-    value = rng.randint(2, 40)
-    words = {"+": "add", "-": "subtract", "*": "multiply by"}
+    value = rng.randint(5, 40)
+    words = {"+": "add", "-": "subtract"}
     said, steps, paraphrases = [], [], []
     for _ in range(rng.randint(3, 5)):
-        symbol, operand, result = _op_step(rng, value)
+        symbol, operand = _op_step(rng, value)
+        counted, result = _counted(value, symbol, operand)
         said.append(f"{words[symbol]} {operand}")
-        steps.append(f"{value} {symbol} {operand} = {result}.")
+        steps.append(f"{counted}.")
         paraphrases.append(f"So {value} {symbol} {operand} gives {result}.")
         value = result
     start = steps[0].split()[0]
@@ -102,19 +114,17 @@ def _word(rng: random.Random) -> ThinkProblem:
     steps = [f"{name} starts with {value} {thing}."]
     paraphrases = [f"At first {name} has {value}."]
     for _ in range(rng.randint(2, 4)):
-        kind = rng.choice(["buys", "gives"] if value > 3 else ["buys"])
-        if kind == "buys":
-            amount = rng.randint(2, 20)
+        symbol, amount = _op_step(rng, value)
+        counted, result = _counted(value, symbol, amount)
+        if symbol == "+":
             sentences.append(f"{pronoun} buys {amount} more.")
-            steps.append(f"{pronoun} buys {amount}: {value} + {amount} = {value + amount}.")
-            paraphrases.append(f"After buying {amount} there are {value + amount}.")
-            value += amount
+            steps.append(f"{pronoun} buys {amount}: {counted}.")
+            paraphrases.append(f"After buying {amount} there are {result}.")
         else:
-            amount = rng.randint(1, min(value - 1, 20))
             sentences.append(f"{pronoun} gives {amount} away.")
-            steps.append(f"{pronoun} gives {amount}: {value} - {amount} = {value - amount}.")
-            paraphrases.append(f"After giving {amount} there are {value - amount}.")
-            value -= amount
+            steps.append(f"{pronoun} gives {amount}: {counted}.")
+            paraphrases.append(f"After giving {amount} there are {result}.")
+        value = result
     question = f"{' '.join(sentences)} How many {thing} does {name} have now?"
     return ThinkProblem("word", question, tuple(steps), str(value), tuple(paraphrases))
 
@@ -122,7 +132,7 @@ def _word(rng: random.Random) -> ThinkProblem:
 def _count(rng: random.Random) -> ThinkProblem:
     target = rng.choice(_WORDS)
     others = rng.sample([word for word in _WORDS if word != target], 3)
-    size = rng.randint(5, 8)
+    size = rng.randint(4, 7)
     items = [rng.choice([target, *others]) for _ in range(size)]
     count, steps, paraphrases = 0, [], []
     for position, word in enumerate(items, start=1):
@@ -179,18 +189,22 @@ def trace(problem: ThinkProblem, rng: random.Random, circle_share: float = 0.0) 
     """The teacher's completion for `problem`: `<think>` steps `</think>` and the answer line.
 
     After each step but the last, a re-check follows with probability 0.25. With probability
-    `circle_share` the trace circles once, after a random step: 3-5 lines that restate earlier
-    steps verbatim or in other words (the same facts, no progress), then it goes on."""
+    `circle_share` the trace circles once, after a random step: lines that restate earlier
+    steps verbatim or in other words (the same facts, no progress), at least 2, after each of
+    which the teacher leaves with probability `CIRCLE_EXIT`, then it goes on."""
     steps = list(problem.steps)
     circle_after = rng.randrange(1, len(steps)) if rng.random() < circle_share else None
     lines: list[str] = []
     for position, step in enumerate(steps):
         lines.append(step)
         if position == circle_after:
-            for _ in range(rng.randint(3, 5)):
+            circled = 0
+            while True:
                 earlier = rng.randrange(position + 1)
-                said = (steps if rng.random() < 0.5 else problem.paraphrases)[earlier]
-                lines.append(said)
+                lines.append((steps if rng.random() < 0.5 else problem.paraphrases)[earlier])
+                circled += 1
+                if circled >= CIRCLE_MAX or (circled >= 2 and rng.random() < CIRCLE_EXIT):
+                    break
         elif position < len(steps) - 1 and rng.random() < 0.25:
             lines.append(_check_line(step))
     thinking = "\n".join(lines)

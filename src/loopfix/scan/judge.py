@@ -17,6 +17,7 @@ from loopfix.scan.detection import judge_loop, paper_loop
 from loopfix.scan.outcomes import classify_outcome
 from loopfix.scan.plan import Job
 from loopfix.suites import check_answer
+from loopfix.thinking import thinking_end
 
 __all__ = ["overlong_sample", "judge_generation"]
 
@@ -31,8 +32,16 @@ def _full_text(generation: Generation, tokenizer: Any) -> str:
     return generation.text
 
 
-def _meta(job: Job, generation: Generation, verdict: LoopVerdict) -> dict[str, object]:
+def _meta(
+    job: Job, generation: Generation, verdict: LoopVerdict, text: str, tokenizer: Any
+) -> dict[str, object]:
     meta: dict[str, object] = {"seed": job.seed, "prompt_length": job.prepared.prompt_length}
+    thought = thinking_end(text)
+    if thought is not None and tokenizer is not None:
+        # The thinking's text tokenized again: a server that split reasoning off returns text,
+        # not the ids it generated, and one count serves both.
+        ids = tokenizer(text[:thought], add_special_tokens=False)["input_ids"]
+        meta["thinking_tokens"] = len(ids)
     if verdict.span is not None and verdict.span.char_start is not None:
         meta["loop_chars"] = [verdict.span.char_start, verdict.span.char_end]
     if generation.top1 is not None:
@@ -66,7 +75,7 @@ def judge_generation(
         generation.entropy,
         generation.finish_reason,
     )
-    meta = _meta(job, generation, verdict)
+    meta = _meta(job, generation, verdict, text, tokenizer)
     meta["paper_loop"] = paper_loop(generation.tokens, text, job.settings.max_new_tokens)
     correct = None
     if generation.finish_reason != "error":

@@ -20,9 +20,10 @@ import numpy as np
 from loopfix.records import Sample
 from loopfix.scan.detection import paper_ngram
 from loopfix.scan.stats import wilson_interval
-from loopfix.summaries import Rate, ScanSummary, SettingSummary
+from loopfix.summaries import Rate, ScanSummary, SettingSummary, ThinkingSummary
+from loopfix.thinking import THINK_END, thinking_end
 
-__all__ = ["detector_looping", "is_loop", "setting_summary", "summarize"]
+__all__ = ["detector_looping", "is_loop", "setting_summary", "summarize", "thinking_summary"]
 
 
 def is_loop(sample: Sample) -> bool:
@@ -52,6 +53,28 @@ def _lengths(lengths: list[int]) -> tuple[float | None, float | None, float | No
         return None, None, None
     values = np.asarray(lengths, dtype=float)
     return float(values.mean()), float(np.median(values)), float(np.percentile(values, 90))
+
+
+def thinking_summary(generated: list[Sample]) -> ThinkingSummary | None:
+    """Loops inside vs after the thinking, and its length; None when no sample thought. A loop
+    (`is_loop`) runs to the end of its output, so it sits inside the thinking exactly when the
+    thinking never closed."""
+    thought = [s for s in generated if thinking_end(s.text) is not None]
+    if not thought:
+        return None
+    closed = [THINK_END in s.text for s in thought]
+    loops = [is_loop(s) for s in thought]
+    mean, median, _ = _lengths(
+        [s.meta["thinking_tokens"] for s in thought if "thinking_tokens" in s.meta]
+    )
+    return ThinkingSummary(
+        outputs=len(thought),
+        closed=sum(closed),
+        loops_in_thinking=sum(loop and not done for loop, done in zip(loops, closed, strict=True)),
+        loops_after_thinking=sum(loop and done for loop, done in zip(loops, closed, strict=True)),
+        mean_thinking_tokens=mean,
+        median_thinking_tokens=median,
+    )
 
 
 def setting_summary(samples: list[Sample]) -> SettingSummary:
@@ -90,6 +113,7 @@ def setting_summary(samples: list[Sample]) -> SettingSummary:
         p90_length=p90_length,
         unknown_lengths=sum(s.length is None for s in generated),
         outcomes=dict(Counter(s.meta["outcome"] for s in generated if "outcome" in s.meta)),
+        thinking=thinking_summary(generated),
     )
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from loopfix.records import Sample
 from loopfix.scan.summary import is_loop
-from loopfix.suites.checkers import answer_part
 from loopfix.suites.tasks import FAMILIES, check_task, family_of, item_of, starts_with_answer
+from loopfix.thinking import answer_part
 
 __all__ = ["FamilyRow", "family_rows", "format_family_rows", "main"]
 

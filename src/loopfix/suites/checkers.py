@@ -15,10 +15,10 @@ from loopfix.lab.hints import strip_hints
 from loopfix.lab.stargraph import StarGraph, score_walk, walk_from_text
 from loopfix.suites.tasks import check_task
 from loopfix.suites.think import check_think
+from loopfix.thinking import answer_part
 
 __all__ = [
     "ANSWER_PHRASES",
-    "answer_part",
     "check_answer",
     "final_number",
     "last_boxed",
@@ -28,11 +28,6 @@ __all__ = [
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 _WHOLE_NUMBER = re.compile(r"\d+")
-
-
-def answer_part(text: str) -> str:
-    marker = text.rfind("</think>")
-    return text if marker < 0 else text[marker + len("</think>") :]
 
 
 def _normalize(text: str) -> str:

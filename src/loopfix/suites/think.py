@@ -15,14 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopfix.lab.think_teacher import (
-    INSTRUCTION,
-    THINK_END,
-    THINK_FAMILIES,
-    answer_of,
-    make_problem,
-)
+from loopfix.lab.think_teacher import INSTRUCTION, THINK_FAMILIES, answer_of, make_problem
 from loopfix.suites.items import SuiteItem
+from loopfix.thinking import THINK_END, answer_part
 
 __all__ = ["check_think", "think_family", "think_item", "think_suite", "thinking_closed"]
 
@@ -61,4 +56,4 @@ def check_think(text: str, answer: str, meta: Mapping[str, object], stopped: boo
     family = meta.get("family")
     if not isinstance(family, str) or family not in THINK_FAMILIES:
         raise ValueError(f"a think item's meta 'family' must be one of {THINK_FAMILIES}")
-    return answer_of(family, text[text.rfind(THINK_END) + len(THINK_END) :]) == answer
+    return answer_of(family, answer_part(text)) == answer

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Literal
 
-from loopfix.lab.think_teacher import THINK_END, THINK_START
+from loopfix.thinking import THINK_END, THINK_START
 
 __all__ = ["MIN_RUN", "NEAR", "Label", "StepJudgement", "facts", "judge_steps", "split_steps"]
 
