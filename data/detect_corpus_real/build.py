@@ -4,9 +4,9 @@
 
 Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
 issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
-collect_negatives.py), thinking_llms_interp.jsonl, contrastive_search.jsonl and
-misguided_attention.jsonl (generations saved in public research repositories, written by the
-scripts of the same names), and loopfix scan records of real models
+collect_negatives.py), thinking_llms_interp.jsonl, contrastive_search.jsonl,
+misguided_attention.jsonl and can_ai_code.jsonl (generations saved in public repositories,
+written by the scripts of the same names), and loopfix scan records of real models
 (SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
 labels.tsv (id, label, kind, note). semantic_relabel.tsv then sets the label of every semantic
 candidate and clean reasoning trace of the generators that produce semantic loops, decided by
@@ -14,7 +14,9 @@ the written rule of semantic_rule.md in two blind passes and adjudicated (issue 
 
 The split is fixed by source, before any tuning: a source group (the issue URL, the file or
 program, or the model and prompt of a scan record) is held out when the first hex digit of
-sha256(group) is even, so one source never lands on both sides.
+sha256(group) is even, so one source never lands on both sides. A part in UNSEEN_PARTS is a
+whole source held out apart (split `unseen`): the tune part never holds any of it, so it
+measures the detector on generators it never saw.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ SEMANTIC_RULE = (
     "and the text runs to its end so; exact or near copies are a loop of their kind; clean "
     "otherwise, including re-checks that end in something new or in a written final answer"
 )
+
+
+# Parts held out whole, evaluated apart from the sha256 held-out part, and labelled by the
+# written rule in two passes (issue 53).
+UNSEEN_PARTS = ("can_ai_code.jsonl",)
 
 
 def split_of(group: str) -> str:
@@ -91,6 +98,15 @@ def relabel(items: list[dict]) -> None:
         item["note"] = note if was == "new" else f"{note} (before: {was}; {item['note']})"
 
 
+def part_items(part: str) -> list[dict]:
+    items = []
+    for line in (HERE / part).read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        item.setdefault("group", item["source"])
+        items.append(item)
+    return items
+
+
 def main() -> None:
     labels = {}
     for line in (HERE / "labels.tsv").read_text(encoding="utf-8").splitlines():
@@ -105,16 +121,17 @@ def main() -> None:
         "contrastive_search.jsonl",
         "misguided_attention.jsonl",
     ):
-        for line in (HERE / part).read_text(encoding="utf-8").splitlines():
-            item = json.loads(line)
-            item.setdefault("group", item["source"])
-            items.append(item)
+        items += part_items(part)
     items += scan_items([Path(p) for p in sys.argv[1:]], labels)
+    for part in UNSEEN_PARTS:
+        # Labelled by semantic_rule.md in two passes; no group: the whole part is `unseen`.
+        items += [{**item, "group": None, "label_rule": SEMANTIC_RULE} for item in part_items(part)]
     relabel(items)
     with (HERE / "corpus.jsonl").open("w", encoding="utf-8") as out:
         for item in items:
             item.setdefault("label_rule", LABEL_RULE)
-            item["split"] = split_of(item.pop("group"))
+            group = item.pop("group")
+            item["split"] = "unseen" if group is None else split_of(group)
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
     print(f"{len(items)} items")
 
