@@ -93,13 +93,16 @@ def read_items(path: Path) -> list[Item]:
 
 
 def source_of(source: str) -> str:
-    """A short source name: the repository of a GitHub address, the scan, or the issue host."""
+    """A short source name: the repository of saved generations, issue threads, the scan, or
+    real text that is not model output (the hard negatives)."""
     match = re.match(r"https://github\.com/([^/]+/[^/]+)/(blob|tree)/", source)
     if match:
         return match.group(1)
     if source.startswith("https://github.com/"):
         return "issue threads"
-    return source.split(" (")[0] or "other"
+    if source.startswith("loopfix scan"):
+        return source.split(" (")[0]
+    return "real text, not model output"
 
 
 def as_stream(text: str) -> Stream:
