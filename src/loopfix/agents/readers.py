@@ -26,7 +26,7 @@ class TrajectoryError(LoopfixError):
     """A trajectory that cannot be read, said as `FILE[:LINE]: FIELD: problem`."""
 
 
-class _FieldError(Exception):
+class _FieldError(ValueError):
     def __init__(self, field: str, problem: str):
         super().__init__(f"{field}: {problem}")
 
@@ -114,12 +114,13 @@ def _call_steps(
     return steps
 
 
-def openai_steps(messages: list[Any]) -> list[Step]:
+def openai_steps(messages: list[Any], turns_before: int = 0) -> list[Step]:
     """Steps of an OpenAI chat: each tool call with the `tool` message answering its id, and
-    each assistant message without calls with the user message that answered it."""
+    each assistant message without calls with the user message that answered it. Turns count
+    from `turns_before` (the assistant messages of a history before this part of it)."""
     results = _tool_results(messages)
     steps: list[Step] = []
-    turn = 0
+    turn = turns_before
     for index, raw in enumerate(messages):
         where = f"messages[{index}]"
         message = _object(raw, where)

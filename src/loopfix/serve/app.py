@@ -31,6 +31,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loopfix.agents import AgentVerdict
+from loopfix.serve import agent_check
 from loopfix.serve.assemble import assemble
 from loopfix.serve.choice import Policy
 from loopfix.serve.config import RequestOptions, ServeConfig
@@ -152,12 +154,23 @@ def create_app(config: ServeConfig) -> FastAPI:
             message = f"the request body is larger than {config.max_body_bytes} bytes"
             return error_response(413, message, "invalid_request_error", "request_too_large")
         try:
-            body, policy = _parse(raw, config, path)
+            body, policy, agent_action = _parse(raw, config, path)
         except ValueError as error:
             return error_response(400, str(error), "invalid_request_error")
         outcome.action = policy.action
+        headers: dict[str, str] = {}
+        verdict = None
+        if path == CHAT_PATH and agent_action != "off":
+            verdict = agent_check.stuck_agent(body.get("messages"), config.agent)
+        if verdict is not None:
+            metrics.agent_loops.labels(verdict.kind, agent_action).inc()
+            headers[agent_check.HEADER] = agent_check.header_value(verdict)
+            if agent_action == "stop":
+                return _stopped(body, verdict, headers)
+            if agent_action == "nudge":
+                body["messages"] = [*body["messages"], agent_check.nudge_message(verdict)]
         outcome.exchange = Exchange(path, body, policy, config, upstream, metrics)
-        return await _answer(request, outcome.exchange, outcome)
+        return await _answer(request, outcome.exchange, outcome, headers)
 
     for path in (CHAT_PATH, COMPLETIONS_PATH):
         app.add_api_route(path, proxy, methods=["POST"])
@@ -238,8 +251,11 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(pieces)
 
 
-def _parse(raw: bytes, config: ServeConfig, path: str) -> tuple[RequestBody, Policy]:
-    """The body without its `loopfix` field, and the policy it asks for; ValueError if bad."""
+def _parse(
+    raw: bytes, config: ServeConfig, path: str
+) -> tuple[RequestBody, Policy, agent_check.AgentAction]:
+    """The body without its `loopfix` field, the policy and the agent action it asks for;
+    ValueError if bad."""
     try:
         body = parse_json(raw)
     except ValueError as error:
@@ -262,17 +278,30 @@ def _parse(raw: bytes, config: ServeConfig, path: str) -> tuple[RequestBody, Pol
         field = ".".join(str(part) for part in ("loopfix", *first["loc"]))
         raise ValueError(f"{field}: {first['msg']}") from None
     # The proxy reads only the fields RequestBody names; the upstream checks them all.
-    return cast(RequestBody, body), _policy(config, options)
+    agent_action = options.agent_action or config.agent_action
+    return cast(RequestBody, body), _policy(config, options), agent_action
 
 
-async def _answer(request: Request, exchange: Exchange, outcome: Outcome) -> Response:
+def _stopped(body: RequestBody, verdict: AgentVerdict, headers: dict[str, str]) -> Response:
+    """The proxy's own answer to a stuck agent under `agent_action: stop`."""
+    if body.get("stream"):
+        events = agent_check.stopped_events(dict(body), verdict)
+        return StreamingResponse(iter(events), media_type="text/event-stream", headers=headers)
+    return JSONResponse(agent_check.stopped_answer(dict(body), verdict), headers=headers)
+
+
+async def _answer(
+    request: Request, exchange: Exchange, outcome: Outcome, headers: dict[str, str]
+) -> Response:
     """Open the upstream request and answer: a stream of events, or one assembled JSON."""
     if exchange.body.get("stream"):
         await _unless_gone(request, exchange.open())
-        return StreamingResponse(_events(exchange, outcome), media_type="text/event-stream")
+        events = _events(exchange, outcome)
+        return StreamingResponse(events, media_type="text/event-stream", headers=headers)
     # The assembled answer reports usage as a non-streamed one does.
     exchange.body["stream_options"] = {"include_usage": True}
-    return JSONResponse(assemble(await _unless_gone(request, _collect(exchange)), exchange.chat))
+    chunks = await _unless_gone(request, _collect(exchange))
+    return JSONResponse(assemble(chunks, exchange.chat), headers=headers)
 
 
 async def _collect(exchange: Exchange) -> list[StreamChunk]:

@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from loopfix.agents import AgentConfig
 from loopfix.detect import DetectConfig
+from loopfix.serve.agent_check import AgentAction
 from loopfix.urls import check_server_url
 
 Action = Literal["observe", "stop", "rescue", "think-escape"]
@@ -90,6 +92,17 @@ class ServeConfig(BaseModel):
         description="Thresholds of the loop detector (max_period, min_repeats, min_span, "
         "wordless_min_repeats, near_min_words, near_counter_repeats are the ones used online).",
     )
+    agent_action: AgentAction = Field(
+        "observe",
+        description="What to do when a chat request's history shows an agent stuck now "
+        "(docs/agents.md): off, observe (metric and x-loopfix-agent-loop header), stop (answer "
+        "with finish_reason 'repetition' naming the loop, without calling the upstream) or nudge "
+        "(append a system note asking the model to change approach).",
+    )
+    agent: AgentConfig = Field(
+        default_factory=AgentConfig,
+        description="Thresholds of the stuck-agent rule and the tail of the history it reads.",
+    )
 
     @field_validator("upstream")
     @classmethod
@@ -110,6 +123,7 @@ class RequestOptions(BaseModel):
     action: Action | None = Field(None, description="This request's action.")
     max_rescues: int | None = Field(None, ge=1, description="This request's rescue budget.")
     holdback_tokens: int | None = Field(None, ge=0, description="This request's holdback.")
+    agent_action: AgentAction | None = Field(None, description="This request's agent check.")
 
 
 def _parse(path: Path, text: str) -> Any:

@@ -86,6 +86,13 @@ class ServeMetrics:
             ["reason"],
             registry=registry,
         )
+        self.agent_loops = Counter(
+            "loopfix_agent_loops",
+            "Chat requests whose history shows an agent stuck now (docs/agents.md), by the "
+            "stuck rule's kind and the agent action taken.",
+            ["kind", "action"],
+            registry=registry,
+        )
         self.active_streams = Gauge(
             "loopfix_active_streams", "Requests being proxied now.", registry=registry
         )

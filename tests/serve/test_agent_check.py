@@ -1,0 +1,150 @@
+"""The proxy's agent check end to end (docs/agents.md): a scripted agent sends its growing
+history through a real proxy to the scripted upstream on 127.0.0.1, turn by turn, as a
+harness does. A stuck agent is caught at the turn its loop qualifies (observed, stopped or
+nudged); a polling agent, whose calls repeat while their results change, is never touched."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from loopfix.serve import ServeConfig
+from loopfix.serve.agent_check import HEADER
+
+from .proxy import finish_reasons, metric_total, running_proxy, stream_events, texts
+from .scripted_upstream import ANSWER, ScriptedUpstream
+
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: ScriptedUpstream) -> Iterator[str]:
+    with running_proxy(ServeConfig(upstream=upstream.url)) as url:  # agent_action: observe
+        yield url
+
+
+class ScriptedAgent:
+    """An agent whose tool calls and their results are scripted; each turn it sends its whole
+    history through the proxy, as an OpenAI-compatible harness does."""
+
+    def __init__(self, proxy: str, action: str | None = None) -> None:
+        self.url, self.action = proxy + CHAT, action
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Make the CI build pass."},
+        ]
+
+    def act(self, command: str, result: str) -> None:
+        call_id = f"call_{len(self.messages)}"
+        function = {"name": "bash", "arguments": json.dumps({"command": command})}
+        call = {"id": call_id, "type": "function", "function": function}
+        self.messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+
+    def body(self, **extra: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": "clean", "messages": self.messages, **extra}
+        if self.action is not None:
+            body["loopfix"] = {"agent_action": self.action}
+        return body
+
+    def send(self) -> httpx.Response:
+        reply = httpx.post(self.url, json=self.body(), timeout=30)
+        assert reply.status_code == 200, reply.text
+        return reply
+
+
+FAILING = "FAILED tests/test_build.py::test_config - KeyError: 'REGION'"
+
+
+def test_a_stuck_agent_is_stopped_at_the_turn_its_loop_qualifies(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    agent = ScriptedAgent(proxy, action="stop")
+    agent.act("ls", "src tests setup.cfg")
+    for turn in range(2, 5):  # three identical calls: not yet a loop
+        agent.act("pytest tests/test_build.py", FAILING)
+        reply = agent.send()
+        assert reply.json()["choices"][0]["message"]["content"] == ANSWER, turn
+        assert HEADER not in reply.headers
+    sent = len(upstream.records)
+    agent.act("pytest tests/test_build.py", FAILING)  # the fourth
+    reply = agent.send()
+    assert len(upstream.records) == sent  # answered by the proxy, the upstream never called
+    choice = reply.json()["choices"][0]
+    assert choice["finish_reason"] == "repetition"
+    assert (
+        "identical-calls" in choice["message"]["content"]
+        and "since turn 2" in choice["message"]["content"]
+    )
+    assert reply.headers[HEADER] == "identical-calls; onset_turn=2; repeats=4"
+    assert metric_total(proxy, "loopfix_agent_loops_total", kind="identical-calls", action="stop")
+
+
+def test_a_stuck_agent_streaming_gets_a_stream_that_ends_with_repetition(proxy: str) -> None:
+    agent = ScriptedAgent(proxy, action="stop")
+    for _ in range(4):
+        agent.act("pytest tests/test_build.py", FAILING)
+    events = stream_events(agent.url, agent.body())
+    assert finish_reasons(events) == ["repetition"]
+    assert "stuck in a loop (identical-calls)" in texts(events)
+
+
+def test_observe_answers_from_the_upstream_untouched_with_a_header(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    agent = ScriptedAgent(proxy)
+    for _ in range(5):
+        agent.act("cat config.yaml", "region: unset\nzone: unset")
+    reply = agent.send()
+    assert reply.json()["choices"][0]["message"]["content"] == ANSWER
+    assert reply.headers[HEADER] == "identical-calls; onset_turn=1; repeats=5"
+    assert upstream.last(CHAT).body["messages"] == agent.messages
+
+
+def test_nudge_appends_a_system_note_naming_the_loop(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    agent = ScriptedAgent(proxy, action="nudge")
+    agent.act("ls", "src tests setup.cfg")
+    for _ in range(4):
+        agent.act("pytest tests/test_build.py", FAILING)
+    reply = agent.send()
+    assert reply.json()["choices"][0]["message"]["content"] == ANSWER
+    forwarded = upstream.last(CHAT).body["messages"]
+    assert forwarded[:-1] == agent.messages
+    note = forwarded[-1]
+    assert note["role"] == "system" and "pytest tests/test_build.py" in note["content"]
+    assert "change your approach" in note["content"]
+
+
+def test_a_polling_agent_is_never_touched(proxy: str, upstream: ScriptedUpstream) -> None:
+    agent = ScriptedAgent(proxy, action="stop")
+    for percent in range(0, 100, 10):
+        agent.act(
+            "gh run view 4711 --json status", f'{{"status": "in_progress", "done": {percent}}}'
+        )
+        reply = agent.send()
+        assert reply.json()["choices"][0]["message"]["content"] == ANSWER
+        assert HEADER not in reply.headers
+        assert upstream.last(CHAT).body["messages"] == agent.messages
+    for seconds in (5, 10, 20, 40):  # a wait with back-off whose answer does not change
+        agent.act(f"sleep {seconds} && kubectl rollout status web", "Waiting for rollout to finish")
+        assert HEADER not in agent.send().headers
+
+
+def test_off_skips_the_check(proxy: str) -> None:
+    agent = ScriptedAgent(proxy, action="off")
+    for _ in range(6):
+        agent.act("pytest tests/test_build.py", FAILING)
+    reply = agent.send()
+    assert HEADER not in reply.headers and reply.json()["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_bad_agent_action_is_a_400_naming_the_field(proxy: str) -> None:
+    body = ScriptedAgent(proxy).body(loopfix={"agent_action": "halt"})
+    reply = httpx.post(proxy + CHAT, json=body, timeout=30)
+    assert reply.status_code == 400 and "loopfix.agent_action" in reply.json()["error"]["message"]
