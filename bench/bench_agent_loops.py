@@ -1,6 +1,7 @@
 """Stuck-agent detection on the labelled public trajectories of data/agent_trajectories/:
 loopfix's rule against OpenHands' and gemini-cli's published rules, precision and recall per
-kind on one split, and the agreement (Cohen's kappa) of the two labelling passes.
+kind on one split, the agreement (Cohen's kappa) of the two labelling passes, and the proxy's
+per-request cost of the agent check on histories of growing length.
 
     PYTHONPATH=src .venv/bin/python bench/bench_agent_loops.py --split held-out
 """
@@ -9,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from loopfix.agents import KINDS, AgentVerdict, Step, detect_stuck, sniff
 from loopfix.agents.baselines import BASELINES
+from loopfix.serve.agent_check import stuck_agent
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent_trajectories"
+COST_CHAT = CORPUS / "items" / "mini-swe-agent__deepseek_chat_test_1-100__django__django-11620.json"
+"""A real 117-call chat, tiled to the history lengths the cost is measured at."""
+COST_LENGTHS = (100, 1_000, 10_000)
 Label = dict[str, object]
 
 
@@ -87,6 +93,23 @@ def main() -> None:
     for name, detector in detectors.items():
         cells = table(rows, detector)
         print(f"| {name} | " + " | ".join([*cells[:3], "; ".join(cells[3:]) or "-"]) + " |")
+    proxy_cost()
+
+
+def proxy_cost() -> None:
+    """Process CPU time of the proxy's check (`stuck_agent`, the default tail) per request."""
+    from loopfix.agents import AgentConfig
+
+    chat = json.loads(COST_CHAT.read_text())["messages"]
+    print("| messages in the history | agent check per request (ms, process CPU) |")
+    print("|---|---|")
+    for length in COST_LENGTHS:
+        history = (chat * (length // len(chat) + 1))[:length]
+        repeats = 50
+        start = time.process_time()
+        for _ in range(repeats):
+            stuck_agent(history, AgentConfig())
+        print(f"| {length:,} | {(time.process_time() - start) / repeats * 1000:.2f} |")
 
 
 if __name__ == "__main__":

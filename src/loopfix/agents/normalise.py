@@ -20,9 +20,10 @@ _DIGITS = re.compile(r"\d+")
 # start of the line, so that source code which names an exception (`raise KeyError(`) is none.
 # A bare non-zero exit code is no error here: `grep` says "no match" with it.
 _ERROR_LINE = re.compile(
-    r"^\s*(?:[\w.]*(?:Error|Exception)\b(?::|$)|(?:error|fatal)\b)|"
-    r"\bcommand not found\b|\bNo such file or directory\b|\bPermission denied\b",
-    re.IGNORECASE,
+    r"^(?:[ \t]*(?:[\w.]*(?:Error|Exception)\b(?::|$)|(?:error|fatal)\b)|"
+    r"[^\n]*?(?:\bcommand not found\b|\bNo such file or directory\b|\bPermission denied\b))"
+    r"[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
 )
 SHOWN_CHARS = 120
 """Longest excerpt of arguments or results a verdict shows."""
@@ -69,10 +70,8 @@ def is_trivial(result: str | None) -> bool:
 def error_signature(raw: str) -> str | None:
     """The error a result reports, or None: its last line that reports one (a traceback's
     last line), markup dropped and digits masked (line numbers move, the error stays)."""
-    for line in reversed(raw.splitlines()):
-        if _ERROR_LINE.search(line):
-            return mask_numbers(collapse(_TAG.sub(" ", line)))
-    return None
+    lines = _ERROR_LINE.findall(raw)
+    return mask_numbers(collapse(_TAG.sub(" ", lines[-1]))) if lines else None
 
 
 def mask_numbers(text: str) -> str:
