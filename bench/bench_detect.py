@@ -8,7 +8,9 @@
 2. find_ngram_loop vs a straightforward recount (a Counter of tuple n-grams, stopping at the
    first count of k) at 8k tokens, on a stream without a loop and on one with a loop.
 3. LoopMonitor.push_batch over 64 streams: microseconds per token per stream.
-4. find_periodic_tail and detect_text on long inputs, for scale.
+4. find_periodic_tail and detect_text on long inputs, for scale; and detect_text with the default
+   tiers on a real 32k-token reasoning text (the can-ai-code traces of the corpus joined, clean,
+   and the same ending in a real looping trace), the bar being 1 s.
 
 Each timing is the best of --repeats runs (the machine may be shared); the median is shown too.
 """
@@ -17,18 +19,29 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import platform
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 
-from loopfix.detect import LoopMonitor, detect_text, find_ngram_loop, find_periodic_tail
+from loopfix.detect import (
+    LoopMonitor,
+    detect_text,
+    find_ngram_loop,
+    find_periodic_tail,
+    split_text,
+)
 
 VOCAB = 50_000
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "detect_corpus_real" / "corpus.jsonl"
+REAL_TOKENS = 32_000
 
 
 def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:
@@ -156,6 +169,30 @@ def bench_offline(repeats: int) -> None:
         print(f"   detect_text, {len(text) // 1000}k chars, {label}: {best * 1e3:.1f}")
 
 
+def real_trace(looping: bool) -> str:
+    """REAL_TOKENS built-in tokens of real reasoning text: the corpus's clean can-ai-code traces
+    joined; when `looping`, the text ends in the part's first verbatim loop instead."""
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    unseen = [row for row in rows if row["split"] == "unseen"]
+    tail = next(r["text"] for r in unseen if r["kind"] == "verbatim") if looping else ""
+    budget = REAL_TOKENS - len(split_text(tail))
+    clean = "\n\n".join(row["text"] for row in unseen if row["label"] == "clean")
+    ends = split_text(clean).ends
+    return clean[: int(ends[budget - 1])] + ("\n\n" + tail if tail else "")
+
+
+def bench_real_trace(repeats: int) -> None:
+    print(f"5. detect_text, default tiers, a real {REAL_TOKENS // 1000}k-token reasoning text (s)")
+    print(f"   {'text':>8} {'tokens':>7} {'cut=None best':>14} {'median':>7} {'cut=True best':>14}")
+    for looping in (False, True):
+        text = real_trace(looping)
+        best, median = timed(partial(detect_text, text), repeats)
+        cut_best, _ = timed(partial(detect_text, text, cut=True), repeats)
+        label = "looping" if looping else "clean"
+        tokens = len(split_text(text))
+        print(f"   {label:>8} {tokens:>7} {best:>14.3f} {median:>7.3f} {cut_best:>14.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -167,6 +204,7 @@ def main() -> None:
     bench_ngram(args.repeats)
     bench_batch(args.repeats)
     bench_offline(args.repeats)
+    bench_real_trace(args.repeats)
 
 
 if __name__ == "__main__":
