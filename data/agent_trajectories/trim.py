@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HEAD_CHARS = 400
-TAIL_CHARS = 200
+HEAD_CHARS = 300
+TAIL_CHARS = 150
 ARGS_CHARS = 2000
 """Arguments (a heredoc of a whole script) are trimmed only beyond this."""
 
