@@ -144,6 +144,22 @@ def test_off_skips_the_check(proxy: str) -> None:
     assert HEADER not in reply.headers and reply.json()["choices"][0]["finish_reason"] == "stop"
 
 
+def test_a_history_that_is_no_trajectory_goes_upstream_unchecked(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    agent = ScriptedAgent(proxy, action="stop")
+    for _ in range(5):
+        agent.act("pytest tests/test_build.py", FAILING)
+    agent.messages[2]["tool_calls"][0]["function"]["arguments"] = "[" * 5000 + "]" * 5000
+    # read as text, the odd arguments still answer the same: a run from turn 1
+    assert agent.send().headers[HEADER] == "same-result; onset_turn=1; repeats=5"
+    agent.messages[4]["tool_calls"][0]["function"] = "pytest"  # a call that is no object
+    reply = agent.send()
+    assert reply.json()["choices"][0]["message"]["content"] == ANSWER
+    assert HEADER not in reply.headers
+    assert upstream.last(CHAT).body["messages"] == agent.messages
+
+
 def test_a_bad_agent_action_is_a_400_naming_the_field(proxy: str) -> None:
     body = ScriptedAgent(proxy).body(loopfix={"agent_action": "halt"})
     reply = httpx.post(proxy + CHAT, json=body, timeout=30)

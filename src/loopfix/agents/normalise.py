@@ -40,7 +40,7 @@ def normalise_args(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what json can read
             return collapse(arguments)
     return json.dumps(_collapse_strings(arguments), sort_keys=True, ensure_ascii=False)
 

@@ -38,7 +38,7 @@ def stuck_agent(messages: Any, config: AgentConfig) -> AgentVerdict | None:
     )
     try:
         steps = openai_steps(messages[start:], turns_before=before)
-    except ValueError:
+    except (ValueError, RecursionError):  # a bad field, or arguments nested past reading
         return None
     verdict = detect_stuck(steps[-config.tail_steps :], config, ongoing_only=True)
     return verdict if verdict.stuck else None
