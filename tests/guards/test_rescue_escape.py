@@ -70,7 +70,7 @@ def test_a_loop_in_a_think_block_forces_think_end_at_detection(
     assert torch.equal(logits, forced_end())
     assert chain.pending_rollbacks() == {}  # nothing to take back, even where the driver could
     assert chain.record(0)["rescues"] == [
-        {"detected_at": 10, "position": 10, "period": 2, "forced": END}
+        {"detected_at": 10, "position": 10, "period": 2, "forced": [END]}
     ]
     chain.extend(0, [END])  # the forced step is one step: the answer decodes freely
     assert torch.equal(chain.apply(BASE.clone()), BASE)

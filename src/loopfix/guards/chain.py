@@ -10,6 +10,7 @@ from loopfix.guards.base import Guard, GuardParams
 from loopfix.guards.cut import CutGuard
 from loopfix.guards.record import GuardRecord
 from loopfix.guards.rescue import RescueGuard
+from loopfix.guards.think_budget import ThinkBudgetGuard
 
 __all__ = ["GuardChain"]
 
@@ -105,4 +106,6 @@ class GuardChain:
                 record["rescues"] = guard.rescues(row)
             if isinstance(guard, CutGuard) and state.state.cut is not None:
                 record["cut"] = state.state.cut.copy()
+            if isinstance(guard, ThinkBudgetGuard) and state.state.exit is not None:
+                record["think_exit"] = state.state.exit.copy()
         return record

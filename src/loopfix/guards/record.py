@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["CutRecord", "GuardRecord", "RescueRecord"]
+__all__ = ["CutRecord", "GuardRecord", "RescueRecord", "ThinkExitRecord"]
 
 
 class CutRecord(TypedDict):
@@ -21,10 +21,20 @@ class _Rescue(TypedDict):
 
 
 class RescueRecord(_Rescue, total=False):
-    """One rescue: a ban of `token` at `position`, or `forced` (`</think>`) by a think-escape."""
+    """One rescue: a ban of `token` at `position`, or `forced`, the tokens of `</think>` (a
+    newline first when mid-line) a think-escape forced from `position` on."""
 
     token: int
-    forced: int
+    forced: list[int]
+
+
+class ThinkExitRecord(TypedDict):
+    """Where `think-budget` ended the thinking: the output position it began forcing at, the
+    thought tokens by then, and the tokens it forced."""
+
+    position: int
+    thought: int
+    forced: list[int]
 
 
 class _Guards(TypedDict):
@@ -34,4 +44,5 @@ class _Guards(TypedDict):
 class GuardRecord(_Guards, total=False):
     rescues: list[RescueRecord]
     cut: CutRecord
+    think_exit: ThinkExitRecord
     forward_tokens: int  # added by the HF backend: tokens the model ran on, replays included

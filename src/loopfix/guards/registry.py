@@ -24,6 +24,7 @@ from loopfix.guards.ngram import NgramGuard
 from loopfix.guards.penalty import PenaltyGuard
 from loopfix.guards.phase_temp import PhaseTempGuard
 from loopfix.guards.rescue import RescueGuard
+from loopfix.guards.think_budget import ThinkBudgetGuard
 
 __all__ = [
     "GUARDS",
@@ -44,6 +45,7 @@ GUARDS: dict[str, type[Guard]] = {
         NgramGuard,
         RescueGuard,
         CutGuard,
+        ThinkBudgetGuard,
         EntropyTempGuard,
         AdaptiveTempGuard,
         PhaseTempGuard,

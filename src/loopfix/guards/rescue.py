@@ -25,11 +25,12 @@ of 2 copies over half of `min_span` is enough to act on, where without it the re
 `min_repeats` (3) copies over `min_span` (32) tokens: the warning stands in for the missing
 copy. Without a warning, or on a backend that reads none (vLLM), it acts as the plain rescue.
 
-`escape="think_end"`: a loop found inside a think block (a `<think>` token seen, prompt included,
-after the last `</think>`) is escaped by forcing `</think>` at the next step (every other logit
--inf), with no rollback and no ban: the reasoning ends and the model moves on to its answer, which
-also works where nothing can be taken back. Outside a think block, or when the vocabulary has no
-single `<think>` / `</think>` token, the rescue bans as usual.
+`escape="think_end"`: a loop found inside a think block (`<think>` seen, prompt included, after
+the last `</think>`) is escaped by forcing `</think>` over the next steps, one marker token a
+step (every other logit -inf; a newline first when the loop stopped mid-line), with no rollback
+and no ban: the reasoning ends and the model moves on to its answer, which also works where
+nothing can be taken back. The markers may be several tokens (`guards.think_block`). Outside a
+think block, or when the vocabulary cannot spell both markers, the rescue bans as usual.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ from pydantic import Field
 from loopfix.detect import LoopMonitor
 from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
 from loopfix.guards.record import RescueRecord
-from loopfix.guards.temperature import keep_only_, retemper_
+from loopfix.guards.temperature import retemper_
+from loopfix.guards.think_block import ThinkBlock, ThinkMarkers, think_markers
 from loopfix.guards.watch import WatchParams, new_monitor
-from loopfix.thinking import THINK_END, THINK_START
 
 __all__ = ["RescueGuard", "RescueParams", "RescueState"]
 
@@ -74,19 +75,11 @@ class RescueParams(WatchParams):
     )
 
 
-@dataclass(frozen=True)
-class ThinkMarkers:
-    start: int
-    end: int
-
-
 @dataclass
 class RescueState:
     monitor: LoopMonitor
     early: LoopMonitor | None = None  # the relaxed watch of `early`, acted on once warned
-    think: ThinkMarkers | None = None  # set only when escape="think_end" and both tokens exist
-    thinking: bool = False
-    escaping: bool = False  # force `</think>` at the next step
+    think: ThinkBlock | None = None  # set only when escape="think_end" and the markers exist
     bans: dict[int, set[int]] = field(default_factory=dict)  # output position -> banned tokens
     rescues: list[RescueRecord] = field(default_factory=list)
     confidence: list[float] = field(default_factory=list)  # top-1 probability per position
@@ -110,14 +103,12 @@ class RescueGuard(Guard):
 
     @cached_property
     def think_markers(self) -> ThinkMarkers | None:
-        """The `<think>` / `</think>` token ids, or None when the vocabulary lacks either."""
-        start = _single_token(self.context, THINK_START)
-        end = _single_token(self.context, THINK_END)
-        return None if start is None or end is None else ThinkMarkers(start, end)
+        return think_markers(self.context)
 
     def start(self, row: Row) -> RescueState:
         old: RescueState | None = row.state
-        think = self.think_markers if row.params.escape == "think_end" else None
+        markers = self.think_markers if row.params.escape == "think_end" else None
+        think = None if markers is None else ThinkBlock(markers)
         state = RescueState(new_monitor(row.params), early_monitor(row.params), think)
         if old is not None:  # a rollback: the ledger survives, the monitor restarts
             state.bans, state.rescues, state.bumped = old.bans, old.rescues, old.bumped
@@ -128,10 +119,7 @@ class RescueGuard(Guard):
     def observe(self, row: Row, token: int) -> None:
         state: RescueState = row.state
         if state.think is not None:  # prompt tokens count: templates often open the block
-            if token == state.think.start:
-                state.thinking = True
-            elif token == state.think.end:
-                state.thinking = False
+            state.think.observe(token, generated=row.output_length > 0)
         if row.output_length <= 0:  # a prompt token
             return
         verdict = state.monitor.push(token)
@@ -142,14 +130,17 @@ class RescueGuard(Guard):
             return
         onset, period = int(verdict.onset or 0), int(verdict.period or 1)
         output = row.output
-        if state.thinking and state.think is not None:
-            state.escaping = True
+        if state.think is not None and state.think.thinking:
+            if state.think.forcing:  # already on its way out
+                return
+            assert self.context is not None and self.context.token_text is not None
+            forced = state.think.close(self.context.token_text(output[-1]))
             state.rescues.append(
                 {
                     "detected_at": len(output),
                     "position": len(output),
                     "period": period,
-                    "forced": state.think.end,
+                    "forced": forced,
                 }
             )
             return
@@ -198,11 +189,7 @@ class RescueGuard(Guard):
         if row.params.at == "uncertain":
             del state.confidence[row.output_length :]  # a step taken again after a rollback
             state.confidence.append(float(torch.softmax(logits.float(), dim=-1).max()))
-        if state.escaping and state.think is not None:
-            state.escaping = False
-            keep_only_(logits, state.think.end)
-            if not torch.isfinite(logits[state.think.end]):  # an earlier guard banned it
-                logits[state.think.end] = 0.0
+        if state.think is not None and state.think.force(logits):
             return
         banned = state.bans.get(row.output_length)
         if banned:
@@ -224,21 +211,6 @@ def early_monitor(params: RescueParams) -> LoopMonitor | None:
         return None
     relaxed = {"min_repeats": EARLY_REPEATS, "min_span": max(1, params.min_span // 2)}
     return new_monitor(params.model_copy(update=relaxed))
-
-
-def _single_token(context: GuardContext | None, text: str) -> int | None:
-    """The token whose text is exactly `text`, or None.
-
-    Encoding and checking the text back is O(1), where `tokens_containing` decodes the whole
-    vocabulary; the check matters because a tokenizer without the marker may encode it to one
-    unknown token (the testbed's maps `</think>` to `<pad>`).
-    """
-    if context is None or context.encode is None or context.token_text is None:
-        return None
-    ids = context.encode(text)
-    if len(ids) == 1 and context.token_text(ids[0]) == text:
-        return ids[0]
-    return None
 
 
 def _bump_steps(params: RescueParams) -> int:
