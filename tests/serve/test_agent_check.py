@@ -164,3 +164,48 @@ def test_a_bad_agent_action_is_a_400_naming_the_field(proxy: str) -> None:
     body = ScriptedAgent(proxy).body(loopfix={"agent_action": "halt"})
     reply = httpx.post(proxy + CHAT, json=body, timeout=30)
     assert reply.status_code == 400 and "loopfix.agent_action" in reply.json()["error"]["message"]
+
+
+def tool_call_events(commands: list[str]) -> list[str]:
+    """An answer streamed as vLLM streams tool calls: each call's name first, then its
+    arguments in two pieces, then finish_reason "tool_calls"."""
+    head = {"id": "cmpl-tools", "object": "chat.completion.chunk", "created": 1, "model": "clean"}
+    events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    for index, command in enumerate(commands):
+        arguments = json.dumps({"command": command})
+        pieces = [
+            {
+                "index": index,
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": "bash"},
+            },
+            {"index": index, "function": {"arguments": arguments[:5]}},
+            {"index": index, "function": {"arguments": arguments[5:]}},
+        ]
+        events += [
+            {**head, "choices": [{"index": 0, "delta": {"tool_calls": [piece]}}]}
+            for piece in pieces
+        ]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return [json.dumps(event) for event in events]
+
+
+def test_one_answer_repeating_a_tool_call_is_counted_and_named(proxy: str) -> None:
+    agent = ScriptedAgent(proxy)
+    before = metric_total(proxy, "loopfix_agent_loops_total", where="answer")
+    repeated = tool_call_events(["cat setup.cfg"] * 5 + ["ls"])
+    reply = httpx.post(agent.url, json=agent.body(raw_events=repeated), timeout=30)
+    assert reply.headers[HEADER] == "identical-calls; in_answer; repeats=5"
+    calls = reply.json()["choices"][0]["message"]["tool_calls"]
+    assert len(calls) == 6  # passed on whole: the check only observes an answer
+    events = stream_events(agent.url, agent.body(raw_events=repeated))
+    assert finish_reasons(events) == ["tool_calls"]
+    assert metric_total(proxy, "loopfix_agent_loops_total", where="answer") == before + 2
+
+
+def test_one_answer_with_different_tool_calls_is_not(proxy: str) -> None:
+    agent = ScriptedAgent(proxy)
+    parallel = tool_call_events([f"cat src/module_{n}.py" for n in range(6)])
+    reply = httpx.post(agent.url, json=agent.body(raw_events=parallel), timeout=30)
+    assert HEADER not in reply.headers

@@ -4,6 +4,11 @@ stuck rule that reaches the last step). The cost is bounded: only the last `2 x 
 messages are read into steps (a step takes at least one message: a tool result, or a message
 and its reply), and only the last `tail_steps` steps are judged.
 
+Inside one streamed answer, the tool calls are pieced together from their deltas; one call
+made `identical_repeats` times in a single answer is counted too (`where="answer"`; the header
+only on a non-streamed answer, whose headers leave after its end; the answer itself is passed
+on, since its calls reached a streaming client as they came).
+
 By the setting (`agent_action`), a stuck agent is observed (`loopfix_agent_loops_total` and the
 `x-loopfix-agent-loop` response header), stopped (the proxy answers itself with
 `finish_reason: "repetition"` and a message naming the loop; the upstream is not called) or
@@ -16,9 +21,12 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any, Literal, get_args
 
 from loopfix.agents import AgentConfig, AgentVerdict, detect_stuck, openai_steps
+from loopfix.agents.normalise import excerpt, normalise_args
 from loopfix.serve.protocol import Message
 
 AgentAction = Literal["off", "observe", "stop", "nudge"]
@@ -44,8 +52,23 @@ def stuck_agent(messages: Any, config: AgentConfig) -> AgentVerdict | None:
     return verdict if verdict.stuck else None
 
 
+def repeated_call(calls: Iterable[tuple[str, str]], config: AgentConfig) -> AgentVerdict | None:
+    """The call (name, arguments) one answer makes `identical_repeats` times or more, or None."""
+    counts = Counter((name, normalise_args(arguments)) for name, arguments in calls)
+    if not counts:
+        return None
+    (name, arguments), copies = counts.most_common(1)[0]
+    if copies < config.identical_repeats:
+        return None
+    unit = (f"{name}({excerpt(arguments)}) in one answer",)
+    return AgentVerdict(stuck=True, kind="identical-calls", repeats=copies, unit=unit, ongoing=True)
+
+
 def header_value(verdict: AgentVerdict) -> str:
-    return f"{verdict.kind}; onset_turn={verdict.onset_turn}; repeats={verdict.repeats}"
+    """`KIND; onset_turn=N; repeats=R`, or `KIND; in_answer; repeats=R` for calls repeated
+    inside one answer (no turn: the answer is the turn being made)."""
+    where = "in_answer" if verdict.onset_turn is None else f"onset_turn={verdict.onset_turn}"
+    return f"{verdict.kind}; {where}; repeats={verdict.repeats}"
 
 
 def explanation(verdict: AgentVerdict) -> str:

@@ -163,14 +163,15 @@ def create_app(config: ServeConfig) -> FastAPI:
         if path == CHAT_PATH and agent_action != "off":
             verdict = agent_check.stuck_agent(body.get("messages"), config.agent)
         if verdict is not None:
-            metrics.agent_loops.labels(verdict.kind, agent_action).inc()
+            metrics.agent_loops.labels(verdict.kind, agent_action, "history").inc()
             headers[agent_check.HEADER] = agent_check.header_value(verdict)
             if agent_action == "stop":
                 return _stopped(body, verdict, headers)
             if agent_action == "nudge":
                 body["messages"] = [*body["messages"], agent_check.nudge_message(verdict)]
-        outcome.exchange = Exchange(path, body, policy, config, upstream, metrics)
-        return await _answer(request, outcome.exchange, outcome, headers)
+        exchange = Exchange(path, body, policy, config, upstream, metrics, agent_action)
+        outcome.exchange = exchange
+        return await _answer(request, exchange, outcome, headers)
 
     for path in (CHAT_PATH, COMPLETIONS_PATH):
         app.add_api_route(path, proxy, methods=["POST"])
@@ -301,6 +302,8 @@ async def _answer(
     # The assembled answer reports usage as a non-streamed one does.
     exchange.body["stream_options"] = {"include_usage": True}
     chunks = await _unless_gone(request, _collect(exchange))
+    if exchange.answer_loop is not None and agent_check.HEADER not in headers:
+        headers[agent_check.HEADER] = agent_check.header_value(exchange.answer_loop)
     return JSONResponse(assemble(chunks, exchange.chat), headers=headers)
 
 

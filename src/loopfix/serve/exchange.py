@@ -22,6 +22,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 
+from loopfix.agents import AgentVerdict
+from loopfix.serve import agent_check
+from loopfix.serve.agent_check import AgentAction
 from loopfix.serve.choice import Choice, Policy, Watch
 from loopfix.serve.config import ServeConfig
 from loopfix.serve.continuation import continuation_body
@@ -52,6 +55,7 @@ class Exchange:
         config: ServeConfig,
         upstream: Upstream,
         metrics: ServeMetrics,
+        agent_action: AgentAction | None = None,
     ):
         self.path = path
         self.body = body
@@ -67,6 +71,10 @@ class Exchange:
         self.stream: UpstreamStream | None = None
         self.upstream_usage: Usage = {}  # the last usage the upstream sent
         self.usage_event: Chunk | None = None  # the upstream's usage chunk, held until the end
+        self.agent_action = agent_action or config.agent_action
+        # the tool calls each choice streams: choice index -> call index -> [name, arguments]
+        self.answer_calls: dict[int, dict[int, list[str]]] = {}
+        self.answer_loop: AgentVerdict | None = None  # a tool call one answer repeats
 
     async def open(self) -> None:
         """Send the request upstream; raises UpstreamError before any chunk exists."""
@@ -131,6 +139,9 @@ class Exchange:
             for upstream_choice in event.get("choices") or []
             for output in self.choices[upstream_choice.get("index", 0)].feed(upstream_choice)
         ]
+        if self.chat and self.agent_action != "off":
+            for upstream_choice in event.get("choices") or []:
+                self._note_tool_calls(upstream_choice)
         usage = event.get("usage")
         if isinstance(usage, dict):
             self.upstream_usage = usage
@@ -139,6 +150,24 @@ class Exchange:
         if not event.get("choices") and "usage" in event:
             self.usage_event = event, data  # the last chunk: a continuation may come first
         return [self._chunk(output) for output in outputs]
+
+    def _note_tool_calls(self, choice: StreamChoice) -> None:
+        """Piece together the tool calls a choice streams; once it finishes, one call made
+        `identical_repeats` times in it is counted (docs/agents.md)."""
+        calls = self.answer_calls.setdefault(choice.get("index", 0), {})
+        for piece in (choice.get("delta") or {}).get("tool_calls") or []:
+            call = calls.setdefault(piece["index"], ["", ""])
+            function = piece.get("function") or {}
+            call[0] += function.get("name") or ""
+            call[1] += function.get("arguments") or ""
+        if not choice.get("finish_reason") or not calls:
+            return
+        found = agent_check.repeated_call(
+            ((name, arguments) for name, arguments in calls.values()), self.watch.config.agent
+        )
+        if found is not None:
+            self.answer_loop = found
+            self.metrics.agent_loops.labels(found.kind, "observe", "answer").inc()
 
     def _intervened(self) -> bool:
         """Whether the proxy stopped or continued a choice (until then the upstream's own end,

@@ -88,9 +88,10 @@ class ServeMetrics:
         )
         self.agent_loops = Counter(
             "loopfix_agent_loops",
-            "Chat requests whose history shows an agent stuck now (docs/agents.md), by the "
-            "stuck rule's kind and the agent action taken.",
-            ["kind", "action"],
+            "Stuck agents (docs/agents.md): chat requests whose history shows an agent stuck "
+            "now (where='history'), and answers that repeat one tool call (where='answer'), by "
+            "the stuck rule's kind and the agent action taken (observe for an answer).",
+            ["kind", "action", "where"],
             registry=registry,
         )
         self.active_streams = Gauge(
