@@ -7,7 +7,8 @@ Pipeline (the first tier that finds a loop wins):
 3. flood: a short unit flooding a stretch anywhere (text only; kind `verbatim`);
 4. segment: lines and sentences recurring exactly at the tail (text only);
 5. semantic: segments restating each other at the tail (text only; lexical or embeddings),
-   then stagnation: a long prose tail without new content words (kind `semantic`);
+   then stagnation: a long prose tail without new content words, then (off by default) restated
+   steps: the last steps bring no new word or number (kind `semantic`);
 6. cut: only when the caller says the output was cut at the token limit (`cut=True`) and nothing
    above fired, the periodic, near and segment checks again with the `cut_*` thresholds: a
    repeated or templated tail running to the cut is strong evidence. `cut=None` (unknown) and
@@ -37,6 +38,7 @@ from .periodic import find_tail, tail_verdict
 from .segment import find_segment_loop
 from .semantic import find_semantic_loop
 from .stagnation import find_stagnant_tail
+from .steps import find_restated_steps
 from .text import TokenizedText, split_text, tokenize_with
 from .verdict import NOT_LOOPING, LoopVerdict, Span, strength_score
 
@@ -237,6 +239,8 @@ def detect_text(
         (cut is not False, find_semantic_loop),
         # So is a tail without new words (stagnation.py); same condition.
         (cut is not False, find_stagnant_tail),
+        # And so are last steps that restate earlier ones (steps.py, off by default).
+        (cut is not False, find_restated_steps),
     )
     for enabled, tier in tiers:
         found = tier(builtin, config) if enabled else None

@@ -219,6 +219,28 @@ class DetectConfig(BaseModel):
         "interleave.",
     )
 
+    # Restated steps (kind semantic, steps.py): the last steps bring no new word or number.
+    restated_steps: bool = Field(
+        False,
+        description="Enable the restated-steps check: the last restated_steps_min steps "
+        "(sentences or lines) bring no new content word or number and no answer follows them. "
+        "Off by default: on the held-out part it finds 16 of 40 semantic loops (2 without it) but "
+        "flags 2 more clean outputs, precision 0.938 -> 0.933 (docs/detection.md).",
+    )
+    restated_steps_min: Count = Field(
+        4,
+        ge=1,
+        description="Restated steps in a row at the end that make a loop. Chosen on the tune part "
+        "(the smallest run that adds at most one clean flag to the defaults): 3 adds 3 and finds "
+        "18 of 44 semantic loops, 4 adds 1 and finds 14, 5 adds 1 and finds 10.",
+    )
+    restated_steps_min_words: Count = Field(
+        3,
+        ge=1,
+        description="Content words a step must hold to be judged; shorter steps ('Yes.', 'Wait.') "
+        "neither count nor break a run. Not tuned.",
+    )
+
     # Early warning from per-step log-probs.
     entropy_threshold: float = Field(
         0.3, ge=0.0, description="Entropy (nats) below which a step is low-entropy (seed 001)."
