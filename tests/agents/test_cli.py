@@ -65,11 +65,23 @@ def test_a_jsonl_of_message_lists_gets_one_verdict_per_line(tmp_path: Path) -> N
     assert [(row["line"], row["stuck"]) for row in rows] == [(1, True), (3, False)]
 
 
-def test_ordinary_jsonl_still_goes_to_the_text_detector(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"id": "a", "text": "The answer is 4."},
+        {  # a logged request with its response: the response's text is judged
+            "messages": [{"role": "user", "content": "2 + 2?"}],
+            "choices": [{"index": 0, "message": {"content": "The answer is 4."}}],
+        },
+    ],
+)
+def test_ordinary_jsonl_still_goes_to_the_text_detector(
+    tmp_path: Path, record: dict[str, object]
+) -> None:
     source = tmp_path / "outputs.jsonl"
-    source.write_text(json.dumps({"id": "a", "text": "The answer is 4."}) + "\n")
+    source.write_text(json.dumps(record) + "\n")
     code, stdout, _ = detect(source)
-    assert code == 0 and "loops in" in stdout
+    assert code == 0 and "loops in" in stdout and "1 inputs, 0 looping" in stdout
 
 
 @pytest.mark.parametrize(

@@ -165,7 +165,8 @@ def trajectory_of(data: Any, default_id: str, line: int | None = None) -> Trajec
     if not isinstance(data, dict):
         return None
     identity = str(data.get("instance_id") or data.get("id") or default_id)
-    if isinstance(data.get("messages"), list):
+    # a record with `choices` is a logged response: its text is what `loopfix detect` judges
+    if isinstance(data.get("messages"), list) and "choices" not in data:
         steps = openai_steps(data["messages"])
         return Trajectory(identity, steps, "openai", line)
     if isinstance(data.get("trajectory"), list):
