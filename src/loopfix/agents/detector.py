@@ -146,7 +146,7 @@ def _keyed_runs(steps: list[Step], kind: Kind, needed: int, key: list[object | N
     return runs
 
 
-def find_runs(steps: list[Step], config: AgentConfig) -> list[_Run]:
+def _find_runs(steps: list[Step], config: AgentConfig) -> list[_Run]:
     # the same error is the same whole result (numbers masked): a different traceback or
     # output around the same last line is new information, as when an agent instruments a bug
     errors: list[object | None] = [
@@ -171,7 +171,7 @@ def detect_stuck(
     """The earliest run in `steps` (with `ongoing_only`, the earliest that reaches the last
     step: whether the agent is stuck now), or a not-stuck verdict."""
     config = config or AgentConfig()
-    runs = find_runs(steps, config)
+    runs = _find_runs(steps, config)
     if ongoing_only:
         runs = [run for run in runs if run.end == len(steps)]
     if not runs:

@@ -38,7 +38,8 @@ def _text(content: Any, field: str) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+        texts = (part.get("text") for part in content if isinstance(part, dict))
+        return "\n".join(text for text in texts if isinstance(text, str))
     raise _FieldError(field, f"expected a string or a list of parts, got {type(content).__name__}")
 
 
