@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from loopfix import guards
@@ -55,3 +57,34 @@ def test_every_guard_has_described_parameters() -> None:
     for name, guard in GUARDS.items():
         for field_name, field in guard.Params.model_fields.items():
             assert field.description, f"{name}.{field_name} lacks a description"
+
+
+def test_a_guard_may_carry_its_own_arguments_in_the_spec() -> None:
+    from loopfix.backends import GuardSpec
+
+    shared = {"rescue.escape": "ban", "dry.multiplier": 0.8}
+    spec = GuardSpec.parse("rescue[escape=think_end]+dry", shared, shared=True)
+    assert spec.spec == "dry+rescue"
+    assert spec.params["rescue"].escape == "think_end"  # its own argument wins
+    assert spec.params["dry"].multiplier == 0.8
+    plain = GuardSpec.parse("rescue", shared, shared=True)
+    assert plain.params["rescue"].escape == "ban"
+    budget = GuardSpec.parse("think-budget[tokens=200; low=50]")
+    assert (budget.params["think-budget"].tokens, budget.params["think-budget"].low) == (200, 50)
+    assert budget.args == {"think-budget.tokens": 200, "think-budget.low": 50}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("rescue[escape=think_end", "must end with"),
+        ("rescue[escapes=think_end]", "no parameter 'escapes'"),
+        ("think-budget[tokens=0]", "'think-budget', parameter 'tokens'"),
+        ("rescue[escape]", "GUARD.PARAMETER=VALUE"),
+    ],
+)
+def test_a_bad_inline_argument_names_the_guard(spec: str, message: str) -> None:
+    from loopfix.backends import GuardSpec
+
+    with pytest.raises(GuardError, match=re.escape(message)):
+        GuardSpec.parse(spec)

@@ -51,16 +51,19 @@ class GuardSpec:
     def parse(
         cls, spec: str, guard_args: Mapping[str, GuardArg] | None = None, *, shared: bool = False
     ) -> GuardSpec:
-        """`spec` ("rescue+dry") with `guard_args` ("guard.parameter" -> value); a GuardError
+        """`spec` ("rescue+dry"; a guard may carry its own arguments, "rescue[escape=think_end]")
+        with `guard_args` ("guard.parameter" -> value); a GuardError
         names any unknown guard or bad parameter. shared: `guard_args` may hold arguments of
         guards outside `spec` (a comparison's, shared by all its guards), which are left out;
         otherwise such an argument is an error (a typo must not be a silent default)."""
-        from loopfix.guards.registry import guard_names, spec_args, validate_params
+        from loopfix.guards.registry import guard_names, inline_args, spec_args, validate_params
 
+        spec, own = inline_args(spec)
         given = dict(guard_args or {})
         if shared:
             names = set(guard_names(spec))
             given = {key: value for key, value in given.items() if key.split(".")[0] in names}
+        given |= own  # a guard's own arguments in the spec win over shared ones
         ordered, by_guard = spec_args(spec, given)
         params = {name: validate_params(name, by_guard.get(name, {})) for name in ordered}
         return cls(params, given)

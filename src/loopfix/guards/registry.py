@@ -30,6 +30,7 @@ __all__ = [
     "GUARDS",
     "build_chain",
     "guard_names",
+    "inline_args",
     "parse_guard_args",
     "parse_guards",
     "split_guard_args",
@@ -52,6 +53,24 @@ GUARDS: dict[str, type[Guard]] = {
     )
 }
 NONE = "none"
+
+
+def inline_args(spec: str) -> tuple[str, dict[str, GuardArg]]:
+    """A spec whose guards carry their own arguments, "rescue[escape=think_end]+dry" or
+    "think-budget[tokens=200;low=50]", as the plain spec and its "guard.parameter" arguments
+    (values JSON when they parse, else text), so one comparison can hold two settings of one
+    guard."""
+    plain, args = [], {}
+    for part in spec.split("+"):
+        name, bracket, inside = part.strip().partition("[")
+        plain.append(name.strip())
+        if not bracket:
+            continue
+        if not inside.endswith("]"):
+            raise GuardError(f"guard spec {spec!r}: {part.strip()!r} must end with ']'")
+        items = [item for item in inside[:-1].split(";") if item.strip()]
+        args |= parse_guard_args(f"{name.strip()}.{item.strip()}" for item in items)
+    return "+".join(plain), args
 
 
 def guard_names(spec: str) -> list[str]:
