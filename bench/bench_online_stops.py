@@ -20,6 +20,10 @@ ends the reasoning), so the first intervention on each output is the same for th
   finish_reason "repetition");
 - lead: on loops caught mid-stream, the tokens between the stop and the output's end (the
   tokens a stop saves on these capped outputs), also as a share of the output.
+
+`--restated-steps-every N` measures a candidate think-escape trigger that `serve` does not have:
+besides the watcher, the restated-steps check (steps.py, off by default and, like every semantic
+check, never run mid-stream) on the text so far every N tokens; the earlier of the two fires.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from pathlib import Path
 
 from bench_detect_peers import CORPUS, Item, as_stream, read_items
 
-from loopfix.detect import DetectConfig
+from loopfix.detect import DetectConfig, split_text
+from loopfix.detect.steps import find_restated_steps
 from loopfix.serve import PartWatcher
 
 
@@ -59,6 +64,27 @@ def replay(item: Item, config: DetectConfig) -> Replay:
             return Replay(item, len(stream.chunks), watcher.tokens, False)
     found = watcher.finish(cut=item.cut)
     return Replay(item, len(stream.chunks), watcher.tokens if found else None, found is not None)
+
+
+def restated_steps_stop(item: Item, config: DetectConfig, every: int) -> int | None:
+    """Tokens seen when the restated-steps check first fires on the text so far, checked every
+    `every` tokens (None: never before the end)."""
+    ends = split_text(item.text).ends
+    for count in range(every, len(ends), every):
+        text = item.text[: int(ends[count - 1])]
+        if find_restated_steps(split_text(text), config) is not None:
+            return count
+    return None
+
+
+def with_restated_steps(replay: Replay, config: DetectConfig, every: int) -> Replay:
+    """The replay when the restated-steps trigger runs beside the watcher."""
+    fired = restated_steps_stop(replay.item, config, every)
+    if fired is None or (
+        replay.mid_stream and replay.fired_at is not None and replay.fired_at <= fired
+    ):
+        return replay
+    return Replay(replay.item, replay.tokens, fired, False)
 
 
 def summary(replays: Sequence[Replay]) -> list[str]:
@@ -99,11 +125,23 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--split", default="heldout", help="tune, heldout or all")
     parser.add_argument("--by-source", action="store_true", help="also one summary per source")
+    parser.add_argument(
+        "--restated-steps-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the restated-steps check on the text so far every N tokens",
+    )
     args = parser.parse_args()
     items = [i for i in read_items(args.corpus) if args.split in ("all", i.split)]
     config = DetectConfig()
     replays = [replay(item, config) for item in items]
-    print(f"{args.corpus.name} [{args.split}]: {len(items)} items, streamed through PartWatcher")
+    trigger = "PartWatcher"
+    if args.restated_steps_every:
+        steps = config.model_copy(update={"restated_steps": True})
+        replays = [with_restated_steps(r, steps, args.restated_steps_every) for r in replays]
+        trigger += f" + restated steps every {args.restated_steps_every} tokens"
+    print(f"{args.corpus.name} [{args.split}]: {len(items)} items, streamed through {trigger}")
     print("\n".join(summary(replays)))
     if args.by_source:
         for source in sorted({r.item.source for r in replays}):
