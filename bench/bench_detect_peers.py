@@ -24,7 +24,8 @@ with the white space before it, as BPE pieces carry it.
 - The paper metric (Pipis et al.): some 30-gram occurs 20 times anywhere.
 - seq-rep-4 (Welleck et al.): the share of repeated 4-grams; its flag threshold is fitted on the
   tune split (the highest tune recall at tune precision >= 0.95) and applied unchanged.
-- loopfix: `detect_text` with the defaults, told the cut where the corpus knows it, and hidden.
+- loopfix: `detect_text` with the defaults, told the cut where the corpus knows it, and hidden;
+  and with the restated-steps check (steps.py, off by default) on.
 
 Recall per labelled kind, precision over everything flagged; `--by-source` adds one table per
 source (the corpus's `source` up to its first path segment after the repository).
@@ -41,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loopfix.detect import TokenizedText, detect_text, find_ngram_loop, split_text
+from loopfix.detect import DetectConfig, TokenizedText, detect_text, find_ngram_loop, split_text
 from loopfix.detect.ngram import window_hashes
 from loopfix.detect.verdict import LOOP_KINDS
 
@@ -235,6 +236,7 @@ def main() -> None:
     threshold = fit_seq_rep_threshold(tune_scores, [item.label == "loop" for item in tune])
 
     streams = [as_stream(item.text) for item in items]
+    steps = DetectConfig(restated_steps=True)
     ids = [stream.tokens.ids for stream in streams]
     rows = [
         Row("vLLM `repetition_detection` 11..256 x 3", [vllm_stops(i, 11, 256, 3) for i in ids]),
@@ -252,6 +254,10 @@ def main() -> None:
             [detect_text(item.text, cut=item.cut).looping for item in items],
         ),
         Row("loopfix defaults, cut hidden", [detect_text(item.text).looping for item in items]),
+        Row(
+            "loopfix + restated steps (off by default), cut told",
+            [detect_text(item.text, config=steps, cut=item.cut).looping for item in items],
+        ),
     ]
     loops = sum(item.label == "loop" for item in items)
     print(f"{args.corpus.name} [{args.split}]: {len(items)} items, {loops} loops")
