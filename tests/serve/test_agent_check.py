@@ -11,7 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+import loopfix.serve
+from loopfix.cli import app
 from loopfix.serve import ServeConfig
 from loopfix.serve.agent_check import HEADER
 
@@ -164,6 +167,36 @@ def test_a_bad_agent_action_is_a_400_naming_the_field(proxy: str) -> None:
     body = ScriptedAgent(proxy).body(loopfix={"agent_action": "halt"})
     reply = httpx.post(proxy + CHAT, json=body, timeout=30)
     assert reply.status_code == 400 and "loopfix.agent_action" in reply.json()["error"]["message"]
+
+
+def test_the_serve_flag_sets_the_action_the_proxy_takes(
+    monkeypatch: pytest.MonkeyPatch, upstream: ScriptedUpstream
+) -> None:
+    """`loopfix serve --agent-action stop`: a request that names no action is stopped."""
+    replies: list[httpx.Response] = []
+
+    def serve_and_send(config: ServeConfig) -> None:
+        with running_proxy(config) as url:
+            agent = ScriptedAgent(url)
+            for _ in range(4):
+                agent.act("pytest tests/test_build.py", FAILING)
+            replies.append(agent.send())
+
+    monkeypatch.setattr(loopfix.serve, "run", serve_and_send)
+    flags = ["serve", "--upstream", upstream.url, "--agent-action", "stop"]
+    result = CliRunner().invoke(app, flags)
+    assert result.exit_code == 0, result.output
+    (reply,) = replies
+    assert reply.json()["choices"][0]["finish_reason"] == "repetition"
+    assert reply.headers[HEADER] == "identical-calls; onset_turn=1; repeats=4"
+
+
+def test_a_bad_agent_action_flag_is_one_line_naming_the_field(upstream: ScriptedUpstream) -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "--upstream", upstream.url, "--agent-action", "halt"]
+    )
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "agent_action" in lines[0], lines
 
 
 def tool_call_events(commands: list[str]) -> list[str]:

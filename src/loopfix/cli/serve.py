@@ -49,6 +49,7 @@ def serve_command(
     max_rescues: Annotated[int | None, typer.Option(help=_help("max_rescues"))] = None,
     read_timeout_s: Annotated[float | None, typer.Option(help=_help("read_timeout_s"))] = None,
     max_body_bytes: Annotated[int | None, typer.Option(help=_help("max_body_bytes"))] = None,
+    agent_action: Annotated[str | None, typer.Option(help=_help("agent_action"))] = None,
 ) -> None:
     from loopfix.serve import build_config, run
 
@@ -65,6 +66,7 @@ def serve_command(
             max_rescues=max_rescues,
             read_timeout_s=read_timeout_s,
             max_body_bytes=max_body_bytes,
+            agent_action=agent_action,
         )
         run(settings)
     except ValueError as error:  # a bad setting, an unset key variable, an address in use
