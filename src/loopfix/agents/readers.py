@@ -1,12 +1,14 @@
 """Agent trajectories from files: OpenAI chat messages (assistant `tool_calls`, `tool`
 results; a bare list, an object with `messages` such as a request body or a mini-SWE-agent
-`.traj.json`, or a JSONL file of either) and SWE-agent `.traj` files (`trajectory`: action,
-observation). Anything else is not a trajectory (`sniff` says None), and a trajectory with a
+`.traj.json`, or a JSONL file of either), mini-SWE-agent's text format (`trajectory_format`
+"mini-swe-agent-1": the command in a bash block of the assistant's text, its output the next
+user message) and SWE-agent `.traj` files (`trajectory`: action, observation). Anything else is not a trajectory (`sniff` says None), and a trajectory with a
 bad field is a `TrajectoryError` naming the file, the line and the field."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,36 @@ def openai_steps(messages: list[Any], turns_before: int = 0) -> list[Step]:
     return steps
 
 
+TEXT_FORMAT = "mini-swe-agent-1"
+"""The `trajectory_format` of mini-SWE-agent runs whose actions are bash blocks in the text
+(its later "mini-swe-agent-1.1" uses `tool_calls`, read as any OpenAI chat)."""
+BASH_BLOCK = re.compile(r"```bash[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
+def text_action_steps(messages: list[Any]) -> list[Step]:
+    """Steps of a chat whose actions are written in the text: an assistant message with
+    exactly one bash block is a `bash` call of that command (the "THOUGHT" around it is not
+    part of the step), answered by the user message after it; any other assistant message
+    (none or several blocks: the harness answers with a format error) is a message step."""
+    steps: list[Step] = []
+    turn = 0
+    for index, raw in enumerate(messages):
+        where = f"messages[{index}]"
+        message = _object(raw, where)
+        if not isinstance(message.get("role"), str):
+            raise _FieldError(f"{where}.role", "missing (expected system, user, assistant)")
+        if message["role"] != "assistant":
+            continue
+        turn += 1
+        text = _text(message.get("content"), f"{where}.content")
+        blocks = BASH_BLOCK.findall(text)
+        if len(blocks) == 1:
+            steps.append(_step(turn, "bash", blocks[0].strip(), _reply(messages, index)))
+        else:
+            steps.append(_step(turn, SAY, text, _reply(messages, index)))
+    return steps
+
+
 def swe_agent_steps(entries: list[Any]) -> list[Step]:
     """Steps of a SWE-agent `.traj` `trajectory`: the action's first word is the tool (a
     command, `open`, `edit`, `submit`, ...), the rest its arguments, the observation its
@@ -167,6 +199,8 @@ def trajectory_of(data: Any, default_id: str, line: int | None = None) -> Trajec
         return None
     identity = str(data.get("instance_id") or data.get("id") or default_id)
     # a record with `choices` is a logged response: its text is what `loopfix detect` judges
+    if isinstance(data.get("messages"), list) and data.get("trajectory_format") == TEXT_FORMAT:
+        return Trajectory(identity, text_action_steps(data["messages"]), TEXT_FORMAT, line)
     if isinstance(data.get("messages"), list) and "choices" not in data:
         steps = openai_steps(data["messages"])
         return Trajectory(identity, steps, "openai", line)
@@ -181,14 +215,14 @@ def _records(path: Path, text: str) -> Iterator[tuple[int | None, Any]]:
     if path.suffix.lower() != ".jsonl":
         try:
             yield None, json.loads(text)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
             yield None, TrajectoryError(f"{path}: not JSON: {error}")
         return
     for number, raw in enumerate(text.splitlines(), 1):
         if raw.strip():
             try:
                 yield number, json.loads(raw)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 yield number, TrajectoryError(f"{path}:{number}: not JSON: {error}")
 
 
@@ -201,8 +235,14 @@ def sniff(path: Path) -> list[Trajectory] | None:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".traj", ".jsonl"):
         return None
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        if suffix == ".traj":
+            raise TrajectoryError(f"{path}: not UTF-8 at byte offset {error.start}") from None
+        return None  # the text detector reads it and names the line and byte
     found: list[Trajectory] = []
-    for line, data in _records(path, path.read_text(encoding="utf-8-sig")):
+    for line, data in _records(path, text):
         where = f"{path}:{line}" if line is not None else str(path)
         if isinstance(data, TrajectoryError):
             if found or suffix == ".traj":
