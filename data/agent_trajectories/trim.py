@@ -3,7 +3,10 @@ local clone at a pinned commit, stripped to the fields a trajectory reader needs
 long text trimmed to its head and tail around a SHA-256 of the whole, so that two texts are
 equal after trimming exactly when they were equal before (the detector compares them).
 
-    python data/agent_trajectories/trim.py CLONE COMMIT PATH OUT
+    PYTHONPATH=src python data/agent_trajectories/trim.py CLONE COMMIT PATH OUT
+
+In mini-SWE-agent's text format the command sits in the assistant's text: the text around its
+bash block and the command are trimmed apart, so the command stays one block the reader finds.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from loopfix.agents.readers import BASH_BLOCK, TEXT_FORMAT
 
 HEAD_CHARS = 300
 TAIL_CHARS = 150
@@ -31,28 +36,46 @@ def trim(text: str) -> str:
     )
 
 
-def _message(message: dict[str, Any]) -> dict[str, Any]:
-    kept = {
+def _command(text: str) -> str:
+    return trim(text) if len(text) > ARGS_CHARS else text
+
+
+def _text_action(content: str) -> str:
+    """An assistant text with one bash block: the text around it and the command trimmed
+    apart; other texts (no block, several: format errors) trimmed whole."""
+    blocks = list(BASH_BLOCK.finditer(content))
+    if len(blocks) != 1:
+        return trim(content)
+    (block,) = blocks
+    command = _command(block.group(1))
+    return f"{trim(content[: block.start()])}```bash\n{command}\n```{trim(content[block.end() :])}"
+
+
+def _message(message: dict[str, Any], text_actions: bool = False) -> dict[str, Any]:
+    kept: dict[str, Any] = {
         key: message[key]
         for key in ("role", "content", "tool_calls", "tool_call_id")
         if key in message
     }
     if isinstance(kept.get("content"), str):
-        kept["content"] = trim(kept["content"])
+        as_action = text_actions and kept.get("role") == "assistant"
+        kept["content"] = (_text_action if as_action else trim)(kept["content"])
     for call in kept.get("tool_calls") or []:
         call.pop("index", None)
         function = call.get("function", {})
-        if isinstance(function.get("arguments"), str) and len(function["arguments"]) > ARGS_CHARS:
-            function["arguments"] = trim(function["arguments"])
+        if isinstance(function.get("arguments"), str):
+            function["arguments"] = _command(function["arguments"])
     return kept
 
 
 def trimmed(data: dict[str, Any]) -> dict[str, Any]:
     if "messages" in data:  # mini-SWE-agent .traj.json: OpenAI messages
+        text_actions = data.get("trajectory_format") == TEXT_FORMAT
         return {
             "instance_id": data.get("instance_id"),
             "exit_status": data.get("info", {}).get("exit_status"),
-            "messages": [_message(m) for m in data["messages"]],
+            **({"trajectory_format": TEXT_FORMAT} if text_actions else {}),
+            "messages": [_message(m, text_actions) for m in data["messages"]],
         }
     return {  # SWE-agent .traj
         "exit_status": data.get("info", {}).get("exit_status"),

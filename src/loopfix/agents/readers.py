@@ -2,8 +2,9 @@
 results; a bare list, an object with `messages` such as a request body or a mini-SWE-agent
 `.traj.json`, or a JSONL file of either), mini-SWE-agent's text format (`trajectory_format`
 "mini-swe-agent-1": the command in a bash block of the assistant's text, its output the next
-user message) and SWE-agent `.traj` files (`trajectory`: action, observation). Anything else is not a trajectory (`sniff` says None), and a trajectory with a
-bad field is a `TrajectoryError` naming the file, the line and the field."""
+user message) and SWE-agent `.traj` files (`trajectory`: action, observation). Anything else is
+not a trajectory (`sniff` says None), and a trajectory with a bad field is a `TrajectoryError`
+naming the file, the line and the field."""
 
 from __future__ import annotations
 

@@ -43,6 +43,7 @@ class Trajectory:
     id: str
     steps: list[Step] = field(default_factory=list)
     format: str = "openai"
-    """Which reader made it: openai (chat messages) or swe-agent (.traj)."""
+    """Which reader made it: openai (chat messages), mini-swe-agent-1 (actions in the text) or
+    swe-agent (.traj)."""
     line: int | None = None
     """Its line in a JSONL file, None for a whole-file trajectory."""
