@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loopfix.agents import TrajectoryError, sniff
-from loopfix.agents.readers import TEXT_FORMAT
-from loopfix.agents.steps import SAY
+from loopfix.agents import TrajectoryError, detect_stuck, sniff
+from loopfix.agents.readers import REFUSED, TEXT_FORMAT
 
 ITEMS = Path(__file__).resolve().parents[2] / "data" / "agent_trajectories" / "items"
 FORMAT_ERRORS = ITEMS / "mini-swe-agent-text__gemini-3-pro__sphinx-doc__sphinx-10466.json"
@@ -23,13 +22,32 @@ def test_a_real_text_format_run_is_read_as_bash_calls_and_format_errors() -> Non
     first = trajectory.steps[0]
     assert first.name == "bash" and first.turn == 1
     assert first.result is not None and first.result.startswith("<returncode>0</returncode>")
-    # turns 6 to 9: messages with several bash blocks, each answered by the harness's refusal
-    refused = [step for step in trajectory.steps if step.turn in (6, 7, 9)]
-    assert [step.name for step in refused] == [SAY, SAY, SAY]
-    assert all(
-        (step.result or "").startswith("Please always provide EXACTLY ONE action")
-        for step in refused
+    # turns 6 to 9: answered by the harness's refusal ("found N actions"), an error each time
+    refused = [step for step in trajectory.steps if 6 <= step.turn <= 9]
+    assert [step.name for step in refused] == [REFUSED, REFUSED, "bash", REFUSED]
+    assert {step.error for step in refused} == {
+        "Please always provide EXACTLY ONE action in triple backticks, found # actions."
+    }
+    verdict = detect_stuck(trajectory.steps)
+    assert (verdict.kind, verdict.onset_turn, verdict.repeats) == ("error-loop", 6, 4)
+
+
+def test_a_refused_action_is_an_error_and_a_command_output_is_not(tmp_path: Path) -> None:
+    messages = [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action, found 2 actions."},
+        {"role": "assistant", "content": "```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>src</output>"},
+    ]
+    file = tmp_path / "run.traj.json"
+    file.write_text(json.dumps({"trajectory_format": TEXT_FORMAT, "messages": messages}))
+    (trajectory,) = sniff(file) or []
+    refused, ran = trajectory.steps
+    assert refused.name == REFUSED and refused.error == (
+        "Please always provide EXACTLY ONE action, found # actions."
     )
+    assert (ran.name, ran.args, ran.error) == ("bash", "ls", None)
 
 
 def test_the_thought_around_a_command_is_not_part_of_the_step(tmp_path: Path) -> None:

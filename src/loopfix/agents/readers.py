@@ -8,6 +8,7 @@ naming the file, the line and the field."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from loopfix.agents.normalise import (
     SHOWN_CHARS,
     collapse,
     error_signature,
+    mask_numbers,
     normalise_args,
     normalise_result,
 )
@@ -146,13 +148,32 @@ TEXT_FORMAT = "mini-swe-agent-1"
 """The `trajectory_format` of mini-SWE-agent runs whose actions are bash blocks in the text
 (its later "mini-swe-agent-1.1" uses `tool_calls`, read as any OpenAI chat)."""
 BASH_BLOCK = re.compile(r"```bash[ \t]*\n(.*?)\n?```", re.DOTALL)
+EXECUTED = "<returncode>"
+"""How the text-format harness opens the output of a command it ran; any other reply (a format
+error, a timeout) refused the action."""
+
+
+REFUSED = "(refused)"
+"""The `name` of a text-format message the harness refused to run (no bash block, or several):
+an attempted action, not a message, so that the same refusal again is an error loop."""
+
+
+def _refusal(step: Step, reply: str | None) -> Step:
+    """A step the harness refused is an error, the refusal's first line its signature (the
+    same refusal again and again is an error loop, whatever the agent wrote)."""
+    if reply is None or EXECUTED in reply or not reply.strip():
+        return step
+    first_line = reply.strip().splitlines()[0]
+    name = REFUSED if step.name == SAY else step.name
+    return dataclasses.replace(step, name=name, error=mask_numbers(collapse(first_line)))
 
 
 def text_action_steps(messages: list[Any]) -> list[Step]:
     """Steps of a chat whose actions are written in the text: an assistant message with
     exactly one bash block is a `bash` call of that command (the "THOUGHT" around it is not
     part of the step), answered by the user message after it; any other assistant message
-    (none or several blocks: the harness answers with a format error) is a message step."""
+    (none or several blocks: the harness answers with a format error) is a message step. A
+    reply that is no command output is the harness refusing the action: an error."""
     steps: list[Step] = []
     turn = 0
     for index, raw in enumerate(messages):
@@ -165,10 +186,12 @@ def text_action_steps(messages: list[Any]) -> list[Step]:
         turn += 1
         text = _text(message.get("content"), f"{where}.content")
         blocks = BASH_BLOCK.findall(text)
+        reply = _reply(messages, index)
         if len(blocks) == 1:
-            steps.append(_step(turn, "bash", blocks[0].strip(), _reply(messages, index)))
+            step = _step(turn, "bash", blocks[0].strip(), reply)
         else:
-            steps.append(_step(turn, SAY, text, _reply(messages, index)))
+            step = _step(turn, SAY, text, reply)
+        steps.append(_refusal(step, reply))
     return steps
 
 
