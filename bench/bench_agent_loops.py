@@ -22,6 +22,9 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "agent_trajectories"
 COST_CHAT = CORPUS / "items" / "mini-swe-agent__deepseek_chat_test_1-100__django__django-11620.json"
 """A real 117-call chat, tiled to the history lengths the cost is measured at."""
 COST_LENGTHS = (100, 1_000, 10_000)
+NEAR_MISS = "repeat-signature"
+"""The manifest's `selection` of runs chosen for a reply repeated 3 times in a row: those
+labelled not stuck are the hard negatives, whose false alarms are reported apart."""
 Label = dict[str, object]
 
 
@@ -72,10 +75,13 @@ def main() -> None:
         [json.dumps(row[name], sort_keys=True) for row in labelled] for name in ("pass1", "pass2")
     ]
     rows: list[tuple[Label, list[Step]]] = []
+    near_misses: list[list[Step]] = []
     for row in labelled:
         if args.split in ("all", manifest[row["file"]]["split"]):
             (trajectory,) = sniff(CORPUS / row["file"]) or []
             rows.append((row["pass1"], trajectory.steps))
+            if manifest[row["file"]].get("selection") == NEAR_MISS and not row["pass1"]["stuck"]:
+                near_misses.append(trajectory.steps)
     positives = sum(bool(label["stuck"]) for label, _ in rows)
     print(f"split {args.split}: {len(rows)} trajectories, {positives} stuck (pass 1 labels)")
     agreement = kappa(*passes)
@@ -93,6 +99,14 @@ def main() -> None:
     for name, detector in detectors.items():
         cells = table(rows, detector)
         print(f"| {name} | " + " | ".join([*cells[:3], "; ".join(cells[3:]) or "-"]) + " |")
+    print(
+        f"false alarms on the {len(near_misses)} near misses (a reply repeated 3 times in a row, "
+        "labelled not stuck: edge-case probes and reverts), apart: "
+        + ", ".join(
+            f"{name} {sum(detector(steps).stuck for steps in near_misses)}"
+            for name, detector in detectors.items()
+        )
+    )
     proxy_cost()
 
 

@@ -1,7 +1,8 @@
 """How the corpus was cut from its sources (provenance in README.md): each file read from a
 local clone at a pinned commit, stripped to the fields a trajectory reader needs, and every
 long text trimmed to its head and tail around a SHA-256 of the whole, so that two texts are
-equal after trimming exactly when they were equal before (the detector compares them).
+equal after trimming exactly when they were equal before, and equal with numbers masked exactly
+when they were before (the detector compares them both ways).
 
     PYTHONPATH=src python data/agent_trajectories/trim.py CLONE COMMIT PATH OUT
 
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopfix.agents.normalise import mask_numbers, normalise_result
 from loopfix.agents.readers import BASH_BLOCK, TEXT_FORMAT
 
 HEAD_CHARS = 300
@@ -26,13 +28,28 @@ ARGS_CHARS = 2000
 """Arguments (a heredoc of a whole script) are trimmed only beyond this."""
 
 
+_LETTERS = str.maketrans("0123456789", "ghijklmnop")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def trim(text: str) -> str:
+    """`text`, if long, as its head and tail around two digests of the whole as the detector
+    compares it: one in digits (equal exactly when the texts are) and one in letters of the
+    text with its numbers masked (equal when the texts differ only in numbers: an error loop
+    whose tracebacks move line numbers), so that masking the numbers of a trimmed text
+    leaves the second digest to decide."""
     if len(text) <= HEAD_CHARS + TAIL_CHARS + 80:
         return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    compared = normalise_result(text)
+    exact = f"{int(_digest(compared), 16) % 10**20:020d}"
+    masked = _digest(mask_numbers(compared))[:16].translate(_LETTERS)
     cut = len(text) - HEAD_CHARS - TAIL_CHARS
     return (
-        f"{text[:HEAD_CHARS]}\n[... {cut} chars trimmed, sha256 {digest} ...]\n{text[-TAIL_CHARS:]}"
+        f"{text[:HEAD_CHARS]}\n[... {cut} chars trimmed, sha256 {exact}, numbers masked "
+        f"{masked} ...]\n{text[-TAIL_CHARS:]}"
     )
 
 
