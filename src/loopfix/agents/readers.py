@@ -151,8 +151,6 @@ BASH_BLOCK = re.compile(r"```bash[ \t]*\n(.*?)\n?```", re.DOTALL)
 EXECUTED = "<returncode>"
 """How the text-format harness opens the output of a command it ran; any other reply (a format
 error, a timeout) refused the action."""
-
-
 REFUSED = "(refused)"
 """The `name` of a text-format message the harness refused to run (no bash block, or several):
 an attempted action, not a message, so that the same refusal again is an error loop."""
@@ -222,9 +220,9 @@ def trajectory_of(data: Any, default_id: str, line: int | None = None) -> Trajec
     if not isinstance(data, dict):
         return None
     identity = str(data.get("instance_id") or data.get("id") or default_id)
-    # a record with `choices` is a logged response: its text is what `loopfix detect` judges
     if isinstance(data.get("messages"), list) and data.get("trajectory_format") == TEXT_FORMAT:
         return Trajectory(identity, text_action_steps(data["messages"]), TEXT_FORMAT, line)
+    # a record with `choices` is a logged response: its text is what `loopfix detect` judges
     if isinstance(data.get("messages"), list) and "choices" not in data:
         steps = openai_steps(data["messages"])
         return Trajectory(identity, steps, "openai", line)
