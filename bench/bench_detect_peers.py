@@ -34,15 +34,15 @@ source (the corpus's `source` up to its first path segment after the repository)
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from loopfix.detect import DetectConfig, TokenizedText, detect_text, find_ngram_loop, split_text
+from loopfix.detect.corpus import CorpusItem, read_corpus
 from loopfix.detect.ngram import window_hashes
 from loopfix.detect.verdict import LOOP_KINDS
 
@@ -56,15 +56,7 @@ SEQ_REP_N = 4
 PRECISION_BAR = 0.95
 
 
-@dataclass(frozen=True)
-class Item:
-    id: str
-    text: str
-    label: str
-    kind: str
-    cut: bool | None
-    split: str
-    source: str
+Item = CorpusItem  # its `source` shortened by `source_of`
 
 
 @dataclass(frozen=True)
@@ -76,21 +68,7 @@ class Stream:
 
 
 def read_items(path: Path) -> list[Item]:
-    items = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        items.append(
-            Item(
-                row["id"],
-                row["text"],
-                row["label"],
-                row.get("kind") or "none",
-                row.get("cut"),
-                row["split"],
-                source_of(row.get("source", "")),
-            )
-        )
-    return items
+    return [replace(item, source=source_of(item.source)) for item in read_corpus(path)]
 
 
 def source_of(source: str) -> str:

@@ -32,6 +32,7 @@ class CorpusItem:
     kind: str
     cut: bool | None
     split: str
+    source: str = ""  # where the text came from (a URL, or a note), when the file says
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def read_corpus(path: Path, split: str | None = None) -> list[CorpusItem]:
             data["kind"],
             data.get("cut"),
             str(data.get("split", "")),
+            str(data.get("source", "")),
         )
         if split is None or item.split == split:
             items.append(item)
