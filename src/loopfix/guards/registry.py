@@ -60,7 +60,8 @@ def inline_args(spec: str) -> tuple[str, dict[str, GuardArg]]:
     "think-budget[tokens=200;low=50]", as the plain spec and its "guard.parameter" arguments
     (values JSON when they parse, else text), so one comparison can hold two settings of one
     guard."""
-    plain, args = [], {}
+    plain: list[str] = []
+    args: dict[str, GuardArg] = {}
     for part in spec.split("+"):
         name, bracket, inside = part.strip().partition("[")
         plain.append(name.strip())

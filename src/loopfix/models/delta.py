@@ -60,7 +60,7 @@ DERIVED_MODELS: dict[str, DerivedModel] = {
     "smollm2-think": DerivedModel(
         base="smollm2",
         folder="smollm2-think",
-        sha256="134f30ea9de5891e939833071c42ff85585155a94d92a44e633e0f72418e3337",
+        sha256="60a4c5f8b1821951130cdaed14c7695716ff3cd74aaab4c8a691ee84dc1b4afa",
     ),
 }
 
