@@ -161,7 +161,7 @@ def test_the_shipped_delta_is_the_pinned_one_with_its_provenance() -> None:
     # What `loopfix lab train --variant smollm2-think` writes with its defaults.
     assert provenance["config"] == ThinkTrainConfig().model_dump(mode="json")
     factors, scale = delta_factors(folder / DELTA_FILE)
-    assert len(factors) == 12 * 7 and scale == 2.0  # layers 18-29, seven projections
+    assert len(factors) == 18 * 7 and scale == 2.0  # layers 12-29, seven projections
     assert (folder / DELTA_FILE).stat().st_size <= 10 * 2**20
 
 

@@ -19,16 +19,16 @@ class ThinkTrainConfig(BaseModel):
 
     base: str = Field("loopfix:smollm2", description="the base model (a loopfix:NAME or folder)")
     seed: int = Field(0, ge=0, description="training seed (problems, traces, initialisation)")
-    steps: int = Field(128, ge=1, description="optimizer steps")
+    steps: int = Field(256, ge=1, description="optimizer steps")
     batch_size: int = Field(
         8, ge=1, le=64, description="traces per step (a step draws from its own 64 problems)"
     )
     rank: int = Field(8, ge=1, le=64, description="LoRA rank")
     alpha: float = Field(16.0, gt=0, description="LoRA alpha (scale = alpha / rank)")
     first_layer: int = Field(
-        18,
+        12,
         ge=0,
-        description="LoRA on this decoder layer and every one above it (SmolLM2: the top 12 of 30)",
+        description="LoRA on this decoder layer and every one above it (SmolLM2: the top 18 of 30)",
     )
     targets: tuple[str, ...] = Field(
         ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
@@ -37,7 +37,7 @@ class ThinkTrainConfig(BaseModel):
     learning_rate: float = Field(2e-3, gt=0, description="peak AdamW learning rate")
     warmup_steps: int = Field(10, ge=0, description="linear warm-up steps")
     circle_share: float = Field(
-        0.5,
+        0.75,
         ge=0,
         le=1,
         description="teacher: share of traces that circle once (0 = clean; a clean student "

@@ -60,7 +60,7 @@ DERIVED_MODELS: dict[str, DerivedModel] = {
     "smollm2-think": DerivedModel(
         base="smollm2",
         folder="smollm2-think",
-        sha256="60a4c5f8b1821951130cdaed14c7695716ff3cd74aaab4c8a691ee84dc1b4afa",
+        sha256="f3af571c5043e8d917b81e36b8e9d6c9b1bf314b4711b5026a970aaa4a0e4311",
     ),
 }
 
