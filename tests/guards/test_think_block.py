@@ -107,3 +107,46 @@ def test_a_vocabulary_that_cannot_spell_the_marker_is_an_error_for_a_budget() ->
 def test_low_above_tokens_is_refused() -> None:
     with pytest.raises(GuardError, match="think-budget"):
         parse_guards("think-budget", {"think-budget.tokens": 5, "think-budget.low": 9})
+
+
+# Five steps that restate the first in other words (no new content word or number), then the
+# same count of steps that each bring something new: text whose tokens never repeat as a period.
+FIRST = "The bridge carries 12 trains north across the river.\n"
+RESTATED = [
+    "Again, the bridge carries 12 trains north across the river.\n",
+    "Wait, 12 trains north: the bridge carries them across the river.\n",
+    "Right, the bridge carries 12 trains across the river, north.\n",
+    "Check: across the river, north, the bridge carries 12 trains.\n",
+    "Okay, so 12 trains north, across the river, on the bridge.\n",
+]
+PROGRESS = [
+    "Each train holds 40 passengers in its coaches.\n",
+    "That makes 480 passengers every morning.\n",
+    "The evening service adds 5 extra trains.\n",
+    "Those bring 200 more travellers home.\n",
+    "So the daily total reaches 680 riders.\n",
+]
+
+
+@pytest.mark.parametrize("restated", [True, False])
+def test_restated_steps_end_a_thought_that_repeats_no_text(
+    tokenizer, context, restated: bool
+) -> None:
+    args = {**WATCH, "rescue.escape": "think_end", "rescue.restated": restated}
+    chain = parse_guards("rescue", args, context)
+    prompt = ids(tokenizer, "Q?\n<think>\n")
+    forced = run(chain, prompt, ids(tokenizer, FIRST + "".join(RESTATED)), len(tokenizer))
+    # The exact watch sees no repeat; the restated-steps trigger ends the thought at the fifth
+    # restatement's line break (so without a newline first), and only when asked to.
+    assert forced == (ids(tokenizer, "</think>") if restated else [])
+    if restated:
+        (rescue,) = chain.record(0)["rescues"]
+        assert rescue["period"] == 0 and rescue["forced"] == forced
+
+
+def test_steps_that_bring_something_new_are_left_alone(tokenizer, context) -> None:
+    args = {**WATCH, "rescue.escape": "think_end", "rescue.restated": True}
+    chain = parse_guards("rescue", args, context)
+    prompt = ids(tokenizer, "Q?\n<think>\n")
+    text = FIRST + "".join(RESTATED[:4]) + "".join(PROGRESS)
+    assert run(chain, prompt, ids(tokenizer, text), len(tokenizer)) == []

@@ -93,6 +93,22 @@ def read_steps(text: str, min_words: int) -> list[Step]:
     return steps
 
 
+def restated_run(text: str, config: DetectConfig) -> list[Step]:
+    """The judged steps at the end of `text` that bring nothing new, last first; none when one
+    of the last steps writes an answer. The check (here and in a think-escape's trigger, the
+    `restated` option of `rescue`) calls a loop when there are `restated_steps_min` of them."""
+    steps = read_steps(text, config.restated_steps_min_words)
+    if any(step.answer for step in steps[-ANSWER_TAIL:]):
+        return []
+    run: list[Step] = []
+    for step in reversed(steps):
+        if step.new:
+            break
+        if step.new is False:
+            run.append(step)
+    return run
+
+
 def find_restated_steps(tokens: TokenizedText, config: DetectConfig) -> LoopVerdict | None:
     """The restated-steps check on built-in-segmented text (None when it is off, when the text
     answered, or when one of its last steps says something new)."""
@@ -102,15 +118,7 @@ def find_restated_steps(tokens: TokenizedText, config: DetectConfig) -> LoopVerd
     text = tokens.text
     if _ANSWER_AFTER_THINKING.search(text):
         return None
-    steps = read_steps(text, config.restated_steps_min_words)
-    if any(step.answer for step in steps[-ANSWER_TAIL:]):
-        return None
-    run: list[Step] = []
-    for step in reversed(steps):
-        if step.new:
-            break
-        if step.new is False:
-            run.append(step)
+    run = restated_run(text, config)
     if len(run) < config.restated_steps_min or not tokens.ids.size:
         return None
     first = run[-1]

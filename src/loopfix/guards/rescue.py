@@ -31,6 +31,10 @@ step (every other logit -inf; a newline first when the loop stopped mid-line), w
 and no ban: the reasoning ends and the model moves on to its answer, which also works where
 nothing can be taken back. The markers may be several tokens (`guards.think_block`). Outside a
 think block, or when the vocabulary cannot spell both markers, the rescue bans as usual.
+`restated=True` adds a second trigger for the escape, for circling that repeats no text: at each
+line end inside the thought, the detector's restated-steps check (`detect.steps`: the last 5
+steps bring no new content word or number) on the thought so far. A false alarm of it costs an
+earlier answer, not a lost one, so it ends thoughts but never bans.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from loopfix.detect import LoopMonitor
+from loopfix.detect import DetectConfig, LoopMonitor
+from loopfix.detect.steps import restated_run
 from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
 from loopfix.guards.record import RescueRecord
 from loopfix.guards.temperature import retemper_
@@ -52,6 +57,9 @@ from loopfix.guards.watch import WatchParams, new_monitor
 __all__ = ["RescueGuard", "RescueParams", "RescueState"]
 
 EARLY_REPEATS = 2
+# The restated-steps check's run length and words per step, as the detector ships them: the
+# trigger is chosen on the detector's real-trace corpus, not on any model it guards.
+RESTATED = DetectConfig()
 
 
 class RescueParams(WatchParams):
@@ -67,6 +75,11 @@ class RescueParams(WatchParams):
     escape: Literal["ban", "think_end"] = Field(
         "ban",
         description="inside a think block: ban as usual, or force </think> at once (think_end)",
+    )
+    restated: bool = Field(
+        False,
+        description="with escape=think_end: also end the thinking when its last steps restate "
+        "earlier ones (the detector's restated-steps check with its defaults, at each line end)",
     )
     early: bool = Field(
         False,
@@ -86,6 +99,7 @@ class RescueState:
     pending: int | None = None  # output length to roll back to
     bumped: int = 0
     replaying: bool = False
+    thought: list[str] = field(default_factory=list)  # the thought's text, for `restated`
 
 
 class RescueGuard(Guard):
@@ -126,15 +140,19 @@ class RescueGuard(Guard):
         early = None if state.early is None else state.early.push(token)
         if verdict is None and row.warned:
             verdict = early
-        if verdict is None or state.replaying or len(state.rescues) >= row.params.budget:
+        restated = row.params.restated and self._restated(state, token)
+        if verdict is None and not restated:
             return
-        onset, period = int(verdict.onset or 0), int(verdict.period or 1)
+        if state.replaying or len(state.rescues) >= row.params.budget:
+            return
         output = row.output
         if state.think is not None and state.think.thinking:
             if state.think.forcing:  # already on its way out
                 return
             assert self.context is not None and self.context.token_text is not None
             forced = state.think.close(self.context.token_text(output[-1]))
+            # period 0: the restated-steps trigger, which has no token period
+            period = 0 if verdict is None else int(verdict.period or 1)
             state.rescues.append(
                 {
                     "detected_at": len(output),
@@ -144,6 +162,9 @@ class RescueGuard(Guard):
                 }
             )
             return
+        if verdict is None:  # restated steps end a thought; they never trigger a ban
+            return
+        onset, period = int(verdict.onset or 0), int(verdict.period or 1)
         branch = self._branch(row.params, state, onset, period)
         if self.can_roll_back:
             position = state.pending = branch
@@ -154,6 +175,18 @@ class RescueGuard(Guard):
         state.rescues.append(
             {"detected_at": len(output), "position": position, "period": period, "token": banned}
         )
+
+    def _restated(self, state: RescueState, token: int) -> bool:
+        """Whether the thought so far, at a line end, ends in restated steps (the detector's
+        check with its defaults, DetectConfig.restated_steps_min and _min_words)."""
+        if state.think is None or not state.think.thinking or state.think.forcing:
+            return False
+        assert self.context is not None and self.context.token_text is not None
+        text = self.context.token_text(token)
+        state.thought.append(text)
+        if "\n" not in text:
+            return False
+        return len(restated_run("".join(state.thought), RESTATED)) >= RESTATED.restated_steps_min
 
     @staticmethod
     def _branch(params: RescueParams, state: RescueState, onset: int, period: int) -> int:
