@@ -1,7 +1,8 @@
 """The thinking model, end to end (`loopfix:smollm2-think`, docs/thinking.md): it loads as
 SmolLM2 with the shipped delta merged bit for bit, and on held-out `think` prompts at greedy it
-closes its thinking and answers (docs: 59 of 60), rarely right (10 of 60), and does not loop
-inside its thinking (0 of 60). The first 16 items measured 16 closed, 2 right, no loop."""
+closes its thinking and answers (docs: 52 of 60), mostly right (48), and loops inside its
+thinking where it fails to close (8), never after it (0). The first 30 of those prompts (the
+docs run's first batch) measured 28 closed, 26 right, 2 loops in the thinking, 0 after."""
 
 from __future__ import annotations
 
@@ -40,21 +41,23 @@ def test_the_thinker_is_smollm2_plus_the_shipped_delta(smollm2_folder: Path) -> 
     )
 
 
-def test_held_out_greedy_thinking_closes_and_does_not_loop(tmp_path: Path) -> None:
+def test_held_out_greedy_thinking_answers_and_loops_inside_the_thinking(tmp_path: Path) -> None:
     model, tokenizer = load_model("loopfix:smollm2-think", device="cpu")
     config = ScanConfig(
         model="loopfix:smollm2-think",
         suite="think",
-        n=16,
+        n=30,
         seed=100,
         temperatures=[0.0],
         max_new_tokens=384,
         out=tmp_path / "scan",
     )
-    run_scan(config, backend=HFBackend(model, tokenizer, batch_size=16))
+    run_scan(config, backend=HFBackend(model, tokenizer, batch_size=30))
     samples = list(read_samples(tmp_path / "scan" / "records.jsonl"))
     row = next(r for r in family_rows(samples) if r.family == "all")
-    assert row.n == 16
-    assert row.closed >= 12  # measured 16
-    assert row.loop_in_thinking <= 2  # measured 0: a clean teacher's student does not circle
-    assert 1 <= row.correct <= 8  # measured 2: the format is learned, the arithmetic is not
+    assert row.n == 30
+    assert row.closed >= 24  # measured 28
+    assert row.correct >= 20  # measured 26
+    assert 1 <= row.loop_in_thinking <= 6  # measured 2: every output that did not close
+    assert row.closed + row.loop_in_thinking >= 29  # measured 30
+    assert row.loop_after <= 1  # measured 0
