@@ -74,6 +74,24 @@ HEAD = (
 )
 
 
+AGREE_HEAD = "| arm | prompts judged alike | right here | right there |\n|---|---:|---:|---:|"
+
+
+def _agreement(entry: GuardEntry, other_runs: Path, temperature_dir: str) -> str:
+    """How many prompts this arm and the same arm of another run judge alike (both right or
+    both wrong), and each run's right answers, over the prompts both hold."""
+    path = other_runs / entry.guard / temperature_dir / "records.jsonl"
+    theirs = {sample.prompt_id: bool(sample.correct) for sample in read_samples(path)}
+    ours = {
+        sample.prompt_id: bool(sample.correct)
+        for sample in read_samples(Path(entry.run) / "records.jsonl")
+        if sample.prompt_id in theirs
+    }
+    alike = sum(ours[key] == theirs[key] for key in ours)
+    right_there = sum(theirs[key] for key in ours)
+    return f"| `{entry.guard}` | {alike}/{len(ours)} | {sum(ours.values())} | {right_there} |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
@@ -83,7 +101,20 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-new-tokens", type=int, default=384)
     parser.add_argument("--batch-size", type=int, default=30)
+    parser.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    parser.add_argument(
+        "--arms",
+        help="comma-separated watched arms to run instead of all, and no blind arms (those are "
+        "sized from think-escape's exits, which only the hf engine records)",
+    )
+    parser.add_argument(
+        "--agree-with",
+        type=Path,
+        help="another run's --out (say the hf run, for a vllm one): per arm, the prompts whose "
+        "answer both runs judge alike",
+    )
     args = parser.parse_args()
+    temperature_dir = f"T{args.temperature:g}"
 
     def compare(guards: list[str], out: Path) -> CompareResult:
         scan = ScanConfig(
@@ -94,11 +125,22 @@ def main() -> None:
             temperatures=[args.temperature],
             max_new_tokens=args.max_new_tokens,
             batch_size=args.batch_size,
+            backend=args.backend,
             out=out,
         )
         return run_compare(CompareConfig(scan=scan, guards=guards))
 
-    watched = compare(WATCHED, args.out / "watched")
+    arms = WATCHED if args.arms is None else ["none", *args.arms.split(",")]
+    watched = compare(list(dict.fromkeys(arms)), args.out / "watched")
+    if args.agree_with is not None:
+        print(AGREE_HEAD)
+        for entry in watched.entries:
+            print(_agreement(entry, args.agree_with / "watched" / "runs", temperature_dir))
+    if args.arms is not None:
+        print(HEAD)
+        for entry in watched.entries:
+            print(_row(entry))
+        return
     escape = next(entry for entry in watched.entries if entry.guard == ESCAPE)
     exits = _escape_exits(escape)
     if not exits:
@@ -112,7 +154,6 @@ def main() -> None:
         *(f"think-budget[tokens={size}]" for size in sorted({*BUDGETS, matched})),
         f"think-budget[tokens={high};low={low}]",
     ]
-    temperature_dir = f"T{args.temperature:g}"
     baseline = args.out / "blind" / "runs" / "none" / temperature_dir
     if not baseline.exists():
         shutil.copytree(args.out / "watched" / "runs" / "none" / temperature_dir, baseline)
