@@ -160,3 +160,13 @@ def test_baselines_fire_at_their_published_counts() -> None:
     assert not gemini_verdict(steps).stuck  # gemini-cli needs 5 calls
     chat.call("bash", "1 failed", command="pytest -q")
     assert gemini_verdict(openai_steps(chat.messages)).onset_turn == 3
+
+
+def test_a_call_id_reused_in_a_later_turn_gets_its_own_turns_result() -> None:
+    chat = explored(Chat())
+    for percent in (10, 20, 30, 40):  # a log that numbers its calls per turn: ids repeat
+        chat.call("bash", f"build {percent}% done", command="make status")
+        chat.messages[-2]["tool_calls"][0]["id"] = chat.messages[-1]["tool_call_id"] = "call_0"
+    steps = openai_steps(chat.messages)
+    assert [step.result for step in steps[2:]] == [f"build {p}% done" for p in (10, 20, 30, 40)]
+    assert not verdict(chat).stuck  # polling, not four copies of the last result

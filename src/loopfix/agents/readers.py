@@ -72,16 +72,6 @@ def _step(turn: int, name: str, arguments: Any, raw_result: str | None) -> Step:
     )
 
 
-def _tool_results(messages: list[Any]) -> dict[str, str]:
-    results: dict[str, str] = {}
-    for index, message in enumerate(messages):
-        if isinstance(message, dict) and message.get("role") == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id is not None:
-                results[str(call_id)] = _text(message.get("content"), f"messages[{index}].content")
-    return results
-
-
 def _reply(messages: list[Any], index: int) -> str | None:
     """The user message right after `messages[index]` (a harness's answer to a message
     without a tool call), if there is one."""
@@ -91,16 +81,24 @@ def _reply(messages: list[Any], index: int) -> str | None:
     return _text(following.get("content"), f"messages[{index + 1}].content")
 
 
-def _call_steps(
-    message: dict[str, Any], where: str, turn: int, results: dict[str, str], later: list[Any]
-) -> list[Step]:
+def _call_steps(message: dict[str, Any], index: int, turn: int, later: list[Any]) -> list[Step]:
+    """The steps of `messages[index]`'s tool calls, `later` the messages after it. A call's
+    result is the `tool` message with its id before the next assistant message (real logs
+    reuse ids across turns); calls without ids take the id-less ones there, in order."""
+    where = f"messages[{index}]"
     calls = _list(message.get("tool_calls"), f"{where}.tool_calls")
-    # calls without ids take the id-less `tool` messages that follow, in order
-    unanswered = iter(
-        m
-        for m in later
-        if isinstance(m, dict) and m.get("role") == "tool" and not m.get("tool_call_id")
-    )
+    answers: dict[str, str] = {}
+    unanswered: list[str] = []
+    for offset, reply in enumerate(later, index + 1):
+        if not isinstance(reply, dict) or reply.get("role") == "assistant":
+            break
+        if reply.get("role") == "tool":
+            content = _text(reply.get("content"), f"messages[{offset}].content")
+            if reply.get("tool_call_id"):
+                answers.setdefault(str(reply["tool_call_id"]), content)
+            else:
+                unanswered.append(content)
+    id_less = iter(unanswered)
     steps = []
     for number, raw_call in enumerate(calls):
         field = f"{where}.tool_calls[{number}]"
@@ -112,10 +110,9 @@ def _call_steps(
         if not isinstance(arguments, (str, dict)):
             raise _FieldError(f"{field}.function.arguments", "expected a string or an object")
         if raw_call.get("id") is not None:
-            result = results.get(str(raw_call["id"]))
+            result = answers.get(str(raw_call["id"]))
         else:
-            reply = next(unanswered, None)
-            result = None if reply is None else _text(reply.get("content"), f"{field} result")
+            result = next(id_less, None)
         steps.append(_step(turn, name, arguments, result))
     return steps
 
@@ -124,7 +121,6 @@ def openai_steps(messages: list[Any], turns_before: int = 0) -> list[Step]:
     """Steps of an OpenAI chat: each tool call with the `tool` message answering its id, and
     each assistant message without calls with the user message that answered it. Turns count
     from `turns_before` (the assistant messages of a history before this part of it)."""
-    results = _tool_results(messages)
     steps: list[Step] = []
     turn = turns_before
     for index, raw in enumerate(messages):
@@ -137,7 +133,7 @@ def openai_steps(messages: list[Any], turns_before: int = 0) -> list[Step]:
             continue
         turn += 1
         if message.get("tool_calls"):
-            steps += _call_steps(message, where, turn, results, messages[index + 1 :])
+            steps += _call_steps(message, index, turn, messages[index + 1 :])
         else:
             text = _text(message.get("content"), f"{where}.content")
             steps.append(_step(turn, SAY, text, _reply(messages, index)))
