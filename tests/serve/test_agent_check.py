@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +17,8 @@ from typer.testing import CliRunner
 import loopfix.serve
 from loopfix.cli import app
 from loopfix.serve import ServeConfig
-from loopfix.serve.agent_check import HEADER
+from loopfix.agents import AgentConfig
+from loopfix.serve.agent_check import HEADER, Conversations
 
 from .proxy import finish_reasons, metric_total, running_proxy, stream_events, texts
 from .scripted_upstream import ANSWER, ScriptedUpstream
@@ -34,8 +36,10 @@ class ScriptedAgent:
     """An agent whose tool calls and their results are scripted; each turn it sends its whole
     history through the proxy, as an OpenAI-compatible harness does."""
 
-    def __init__(self, proxy: str, action: str | None = None) -> None:
-        self.url, self.action = proxy + CHAT, action
+    def __init__(
+        self, proxy: str, action: str | None = None, conversation: str | None = None
+    ) -> None:
+        self.url, self.action, self.conversation = proxy + CHAT, action, conversation
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": "You are a coding agent."},
             {"role": "user", "content": "Make the CI build pass."},
@@ -50,8 +54,9 @@ class ScriptedAgent:
 
     def body(self, **extra: Any) -> dict[str, Any]:
         body: dict[str, Any] = {"model": "clean", "messages": self.messages, **extra}
-        if self.action is not None:
-            body["loopfix"] = {"agent_action": self.action}
+        options = {"agent_action": self.action, "conversation": self.conversation}
+        if any(value is not None for value in options.values()):
+            body["loopfix"] = {key: value for key, value in options.items() if value is not None}
         return body
 
     def send(self) -> httpx.Response:
@@ -63,10 +68,11 @@ class ScriptedAgent:
 FAILING = "FAILED tests/test_build.py::test_config - KeyError: 'REGION'"
 
 
+@pytest.mark.parametrize("conversation", [None, "run-1"])
 def test_a_stuck_agent_is_stopped_at_the_turn_its_loop_qualifies(
-    proxy: str, upstream: ScriptedUpstream
+    proxy: str, upstream: ScriptedUpstream, conversation: str | None
 ) -> None:
-    agent = ScriptedAgent(proxy, action="stop")
+    agent = ScriptedAgent(proxy, action="stop", conversation=conversation)
     agent.act("ls", "src tests setup.cfg")
     for turn in range(2, 5):  # three identical calls: not yet a loop
         agent.act("pytest tests/test_build.py", FAILING)
@@ -124,8 +130,11 @@ def test_nudge_appends_a_system_note_naming_the_loop(
     assert "change your approach" in note["content"]
 
 
-def test_a_polling_agent_is_never_touched(proxy: str, upstream: ScriptedUpstream) -> None:
-    agent = ScriptedAgent(proxy, action="stop")
+@pytest.mark.parametrize("conversation", [None, "poll-1"])
+def test_a_polling_agent_is_never_touched(
+    proxy: str, upstream: ScriptedUpstream, conversation: str | None
+) -> None:
+    agent = ScriptedAgent(proxy, action="stop", conversation=conversation)
     for percent in range(0, 100, 10):
         agent.act(
             "gh run view 4711 --json status", f'{{"status": "in_progress", "done": {percent}}}'
@@ -137,6 +146,16 @@ def test_a_polling_agent_is_never_touched(proxy: str, upstream: ScriptedUpstream
     for seconds in (5, 10, 20, 40):  # a wait with back-off whose answer does not change
         agent.act(f"sleep {seconds} && kubectl rollout status web", "Waiting for rollout to finish")
         assert HEADER not in agent.send().headers
+
+
+def test_a_conversation_id_reused_for_another_history_reads_it_afresh(proxy: str) -> None:
+    stuck = ScriptedAgent(proxy, action="stop", conversation="reused")
+    for _ in range(4):
+        stuck.act("pytest tests/test_build.py", FAILING)
+    assert stuck.send().json()["choices"][0]["finish_reason"] == "repetition"
+    fresh = ScriptedAgent(proxy, action="stop", conversation="reused")
+    fresh.act("pytest tests/test_build.py", FAILING)  # a new run: one failure, not five
+    assert HEADER not in fresh.send().headers
 
 
 def test_off_skips_the_check(proxy: str) -> None:
@@ -242,3 +261,35 @@ def test_one_answer_with_different_tool_calls_is_not(proxy: str) -> None:
     parallel = tool_call_events([f"cat src/module_{n}.py" for n in range(6)])
     reply = httpx.post(agent.url, json=agent.body(raw_events=parallel), timeout=30)
     assert HEADER not in reply.headers
+
+
+REAL_CHAT = (
+    Path(__file__).resolve().parents[2]
+    / "data/agent_trajectories/items/mini-swe-agent__deepseek_chat_test_1-100__django__django-11620.json"
+)
+
+
+@pytest.mark.parametrize("tail_steps", [8, 64])
+def test_a_conversation_read_turn_by_turn_is_the_tail_read_of_each_request(
+    tail_steps: int,
+) -> None:
+    messages = json.loads(REAL_CHAT.read_text())["messages"]
+    config = AgentConfig(tail_steps=tail_steps)
+    kept = Conversations(max_chars=10**9)
+    for end in range(1, len(messages) + 1):  # every request a harness could send
+        history = messages[:end]
+        assert kept.steps(history, config, "run") == Conversations(0).steps(history, config, None)
+    edited = [*messages[:40], {"role": "user", "content": "start over"}]  # not a continuation
+    assert kept.steps(edited, config, "run") == Conversations(0).steps(edited, config, None)
+
+
+def test_the_memory_of_conversations_is_bounded_by_its_text() -> None:
+    messages = json.loads(REAL_CHAT.read_text())["messages"]
+    config = AgentConfig()
+    one = sum(
+        len(s.args) + len(s.result or "") for s in Conversations(0).steps(messages, config, None)
+    )
+    kept = Conversations(max_chars=int(2.5 * one))
+    for name in ("a", "b", "c"):
+        kept.steps(messages, config, name)
+    assert kept.conversations() == ["b", "c"]  # the least recently used went first

@@ -93,6 +93,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     api_key = _secret(config.api_key_env, "api_key_env")
     upstream_key = _secret(config.upstream_api_key_env, "upstream_api_key_env")
     metrics = ServeMetrics()
+    conversations = agent_check.Conversations(config.agent_memory_chars)
     upstream = Upstream(
         config.upstream,
         metrics,
@@ -154,14 +155,17 @@ def create_app(config: ServeConfig) -> FastAPI:
             message = f"the request body is larger than {config.max_body_bytes} bytes"
             return error_response(413, message, "invalid_request_error", "request_too_large")
         try:
-            body, policy, agent_action = _parse(raw, config, path)
+            body, policy, options = _parse(raw, config, path)
         except ValueError as error:
             return error_response(400, str(error), "invalid_request_error")
         outcome.action = policy.action
+        agent_action = options.agent_action or config.agent_action
         headers: dict[str, str] = {}
         verdict = None
         if path == CHAT_PATH and agent_action != "off":
-            verdict = agent_check.stuck_agent(body.get("messages"), config.agent)
+            verdict = agent_check.stuck_agent(
+                body.get("messages"), config.agent, conversations, options.conversation
+            )
         if verdict is not None:
             metrics.agent_loops.labels(verdict.kind, agent_action, "history").inc()
             headers[agent_check.HEADER] = agent_check.header_value(verdict)
@@ -254,9 +258,8 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 
 def _parse(
     raw: bytes, config: ServeConfig, path: str
-) -> tuple[RequestBody, Policy, agent_check.AgentAction]:
-    """The body without its `loopfix` field, the policy and the agent action it asks for;
-    ValueError if bad."""
+) -> tuple[RequestBody, Policy, RequestOptions]:
+    """The body without its `loopfix` field, the policy and that field; ValueError if bad."""
     try:
         body = parse_json(raw)
     except ValueError as error:
@@ -279,8 +282,7 @@ def _parse(
         field = ".".join(str(part) for part in ("loopfix", *first["loc"]))
         raise ValueError(f"{field}: {first['msg']}") from None
     # The proxy reads only the fields RequestBody names; the upstream checks them all.
-    agent_action = options.agent_action or config.agent_action
-    return cast(RequestBody, body), _policy(config, options), agent_action
+    return cast(RequestBody, body), _policy(config, options), options
 
 
 def _stopped(body: RequestBody, verdict: AgentVerdict, headers: dict[str, str]) -> Response:

@@ -103,6 +103,12 @@ class ServeConfig(BaseModel):
         default_factory=AgentConfig,
         description="Thresholds of the stuck-agent rule and the tail of the history it reads.",
     )
+    agent_memory_chars: int = Field(
+        16_000_000,
+        ge=0,
+        description="Text of the steps kept per named conversation (loopfix.conversation), all "
+        "conversations together; the least recently used are dropped beyond it (0: none kept).",
+    )
 
     @field_validator("upstream")
     @classmethod
@@ -124,6 +130,12 @@ class RequestOptions(BaseModel):
     max_rescues: int | None = Field(None, ge=1, description="This request's rescue budget.")
     holdback_tokens: int | None = Field(None, ge=0, description="This request's holdback.")
     agent_action: AgentAction | None = Field(None, description="This request's agent check.")
+    conversation: str | None = Field(
+        None,
+        max_length=256,
+        description="An id of the agent's conversation: its next request is read for the agent "
+        "check from where this one ended (the history must only grow).",
+    )
 
 
 def _parse(path: Path, text: str) -> Any:
