@@ -7,6 +7,7 @@ no /tokenize):
 - `loop`: an introduction, then one sentence repeated until 150 copies (a loop at greedy);
 - `table`: a markdown table with 40 distinct rows; `list`: a numbered list of 100 distinct items;
 - `think-loop`: `reasoning_content` that loops, then an answer (reached only if nobody stops it);
+- `think-inline`: the same in `content`, inside `<think>` (a server without a reasoning parser);
 - `repetition`: a short text ended with vLLM's finish_reason "repetition";
 - `slow`: headers only after 3 s (none, and `disconnected` set, once the proxy closes the
   connection first); `broken`: an event that is not JSON.
@@ -72,6 +73,9 @@ def script(model: str, choice: int) -> tuple[list[tuple[str, str]], str]:
     if base == "think-loop":
         reasoning = [("reasoning_content", w) for w in words(INTRO + LOOP_UNIT * 150)]
         return reasoning + [("content", w) for w in words(ANSWER)], "stop"
+    if base == "think-inline":
+        text = "<think>\n" + INTRO + LOOP_UNIT * 150 + "\n</think>\n\n" + ANSWER
+        return [("content", w) for w in words(text)], "stop"
     if base == "repetition":
         return [("content", w) for w in words(INTRO)], "repetition"
     return [("content", w) for w in words(ANSWER)], "stop"

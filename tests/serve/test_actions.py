@@ -147,6 +147,23 @@ def test_think_escape_ends_a_looping_reasoning_and_lets_the_answer_start(
     assert finish_reasons(events) == ["stop"]
 
 
+def test_think_escape_of_a_think_block_in_the_content_writes_the_marker_into_it(
+    proxy: str, upstream: ScriptedUpstream
+) -> None:
+    # vLLM's reasoning parsers need one-token markers: other models' thinking arrives as content.
+    for stream in (True, False):
+        body = chat("think-inline", "think-escape", stream=stream)
+        if stream:
+            content = texts(stream_events(proxy + CHAT, body))
+        else:
+            reply = httpx.post(proxy + CHAT, json=body, timeout=30).json()
+            content = reply["choices"][0]["message"]["content"]
+        prefix = upstream.last().body["messages"][-1]["content"]
+        kept = prefix.removeprefix("<think>\n").removesuffix("\n</think>\n\n")
+        assert prefix.endswith("\n</think>\n\n") and kept == INTRO + LOOP_UNIT
+        assert content == prefix + CONTINUATION
+
+
 def test_n_choices_are_watched_one_by_one(proxy: str) -> None:
     events = stream_events(proxy + CHAT, chat("loop-mixed", "stop", n=2))
     assert finish_reasons(events, 0) == ["repetition"]

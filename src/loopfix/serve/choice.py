@@ -248,10 +248,11 @@ class Choice:
         return outputs + self.end("repetition")
 
     def _in_reasoning(self, part: Part, keep: int) -> bool:
-        """Whether the loop lies in reasoning: the reasoning part of a chat, or a completion whose
-        prompt and text up to `keep` end inside an open think block."""
-        if self.watch.chat:
-            return part.name == "reasoning"
+        """Whether the loop lies in reasoning: the reasoning part of a chat, or text (a
+        completion's prompt and text, or a chat's content, as a server without a reasoning
+        parser sends it) that up to `keep` ends inside an open think block."""
+        if part.name == "reasoning":
+            return True
         text = self.prompt + part.watcher.text[: keep - part.watcher.start]
         return in_open_reasoning(text, self.watch.config)
 

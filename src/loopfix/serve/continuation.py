@@ -81,7 +81,7 @@ async def continuation_body(
     exchange, so that this module does not import `exchange` (which imports it)."""
     chat = prompt is None
     prefix = _prefix(texts, prompt, plan, config)
-    if plan.escape and not chat:
+    if plan.escape and plan.part == "content":  # a think block in the text, not a reasoning part
         prefix += config.think_end
     body = request.copy()
     body.pop("stream_options", None)

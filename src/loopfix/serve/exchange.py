@@ -189,8 +189,9 @@ class Exchange:
             choice.rescues += 1
             if plan.escape:
                 choice.escaped = True
-                if not self.chat:  # the marker is part of a completion's text
-                    yield self._chunk(choice.output({"text": config.think_end}))
+                if plan.part == "content":  # the think block is in the text: so is its end
+                    field = "content" if self.chat else "text"
+                    yield self._chunk(choice.output({field: config.think_end}))
             try:
                 body = await continuation_body(
                     self.body,
