@@ -1,0 +1,79 @@
+"""The think-escape through the served path, on the thinker (issue 52, point 2; docs/thinking.md):
+a real `vllm serve` of `loopfix:smollm2-think` on 127.0.0.1 with a reasoning parser on (`olmo3`
+reads `<think>` spelled in several tokens, as SmolLM2 spells it), `loopfix serve` in front with
+think-escape, and the official `openai` SDK as the client. On two held-out prompts the thinker
+circles on at greedy until the limit, the served answer straight from vLLM has none; through the
+proxy, streamed and not, the thought is ended where the loop is found and the answer given, with
+a finish reason and usage that say so. bench/think_exits_served.py runs all 120 prompts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from openai import OpenAI
+
+from loopfix.models import resolve_model_path
+from loopfix.serve import ServeConfig
+from loopfix.suites.think import check_think, think_item
+from loopfix.suites.think_judge import judge_steps
+from tests.vllm_server import NEEDS_VLLM, vllm_server
+
+from .proxy import metric_total, running_proxy
+from .sdk_answers import SdkAnswer, ask
+
+pytestmark = [*NEEDS_VLLM, pytest.mark.slow]
+
+LOOPING = [think_item(100, 24), think_item(100, 108)]
+"""Held-out items (seed 100) on which the thinker loops inside its thinking at greedy."""
+MAX_TOKENS = 384
+
+
+@pytest.fixture(scope="module")
+def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = resolve_model_path("loopfix:smollm2-think")
+    log = tmp_path_factory.mktemp("vllm-think") / "vllm.log"
+    options = ["--max-model-len", "1024", "--served-model-name", "thinker"]
+    with vllm_server(folder, log, options=[*options, "--reasoning-parser", "olmo3"]) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def proxy(vllm: str) -> Iterator[str]:
+    config = ServeConfig(
+        upstream=vllm, action="think-escape", think_start="<think>", think_end="\n</think>\n"
+    )
+    with running_proxy(config) as url:
+        yield url
+
+
+def answers(url: str, streams: tuple[bool, ...]) -> list[list[SdkAnswer]]:
+    """Per way of asking, the answers to LOOPING, all asked at once (vLLM batches them)."""
+    client = OpenAI(base_url=url + "/v1", api_key="none", timeout=300)
+    settings = {"model": "thinker", "max_tokens": MAX_TOKENS, "temperature": 0.0}
+    with ThreadPoolExecutor(len(streams) * len(LOOPING)) as pool:
+        asked = [
+            [pool.submit(ask, client, item.messages, stream, **settings) for item in LOOPING]
+            for stream in streams
+        ]
+        return [[future.result() for future in row] for row in asked]
+
+
+def test_straight_from_vllm_the_thinker_loops_to_the_limit_without_an_answer(vllm: str) -> None:
+    for item, answer in zip(LOOPING, answers(vllm, (False,))[0], strict=True):
+        assert answer.finish_reason == "length" and answer.completion_tokens == MAX_TOKENS
+        assert judge_steps(answer.text).label != "clean", answer.text
+        assert not check_think(answer.text, item.answer, item.meta, False)
+
+
+def test_through_the_proxy_the_thought_ends_and_the_answer_comes(proxy: str) -> None:
+    before = metric_total(proxy, "loopfix_rescues_total", outcome="finished")
+    plain, streamed = answers(proxy, (False, True))
+    for item, answer, other in zip(LOOPING, plain, streamed, strict=True):
+        assert answer == other  # greedy: streamed and not, the same answer and usage
+        assert answer.reasoning  # the thought, up to where the loop was found
+        assert answer.finish_reason == "stop"
+        assert answer.completion_tokens is not None and answer.completion_tokens < MAX_TOKENS
+        assert check_think(answer.text, item.answer, item.meta, True), answer.text
+    assert metric_total(proxy, "loopfix_rescues_total", outcome="finished") == before + 4
