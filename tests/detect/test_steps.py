@@ -8,7 +8,7 @@ import pytest
 
 from loopfix.detect import DetectConfig, detect_text
 from loopfix.detect.corpus import CorpusItem, read_corpus
-from loopfix.detect.steps import read_steps
+from loopfix.detect.steps import StepReader, read_steps, restated_run
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "detect_corpus_real" / "corpus.jsonl"
 ON = DetectConfig(restated_steps=True)
@@ -57,3 +57,15 @@ def test_semantic_off_and_a_cut_free_stream_switch_it_off(tune):
 def test_short_steps_are_not_judged():
     steps = read_steps("So 5 + 3 = 8.\nYes.\nSo five plus three makes eight, checked again.", 3)
     assert [step.new for step in steps] == [True]
+
+
+def test_read_as_it_grows_the_steps_are_those_of_the_whole_text(tune):
+    # The think-escape's trigger reads a thought at every line end: each read must leave the
+    # reader exactly where reading the text so far at once would.
+    text = tune[LOOP].text
+    reader = StepReader(ON.restated_steps_min_words)
+    read = 0
+    for end in [i + 1 for i, char in enumerate(text) if char == "\n"] + [len(text)]:
+        assert reader.read(text[read:end]) == read_steps(text[:end], ON.restated_steps_min_words)
+        read = end
+    assert len(restated_run(reader.steps)) >= ON.restated_steps_min

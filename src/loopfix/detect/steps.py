@@ -67,37 +67,59 @@ class Step:
     answer: bool
 
 
-def read_steps(text: str, min_words: int) -> list[Step]:
-    """The judged steps of `text` in order, and the short ones that write an answer."""
-    steps = []
-    seen_words: set[str] = set()
-    seen_numbers: set[str] = set()
-    start = 0
-    for boundary in [*_STEP_END.finditer(text), None]:
-        end = boundary.start() if boundary is not None else len(text)
-        piece = text[start:end]
+class StepReader:
+    """The judged steps of a text that grows (a thought watched as it is written): each call of
+    `read` reads only the pieces completed since the last, so watching a thought at every line
+    end costs its length once, not once per line."""
+
+    def __init__(self, min_words: int) -> None:
+        self.min_words = min_words
+        self.steps: list[Step] = []
+        self._text = ""
+        self._start = 0  # where the piece not yet read begins
+        self._seen_words: set[str] = set()
+        self._seen_numbers: set[str] = set()
+
+    def read(self, more: str) -> list[Step]:
+        """Add `more` to the text; its judged steps so far, the unfinished last piece included
+        (as a step that is not kept: more text may extend it)."""
+        self._text += more
+        for boundary in _STEP_END.finditer(self._text, self._start):
+            self._judge(self._start, boundary.start(), keep=True)
+            self._start = boundary.end()
+        tail = self._judge(self._start, len(self._text), keep=False)
+        return self.steps if tail is None else [*self.steps, tail]
+
+    def _judge(self, start: int, end: int, keep: bool) -> Step | None:
+        piece = self._text[start:end]
         words = [stem(w) for w in _WORD.findall(piece) if w.lower() not in _FUNCTION_WORDS]
         numbers = _NUMBER.findall(piece)
         answer = _ANSWER.search(piece) is not None
-        if len(words) >= min_words:
-            new = any(w not in seen_words and w not in DISCOURSE for w in words) or any(
-                n not in seen_numbers for n in numbers
+        step = None
+        if len(words) >= self.min_words:
+            new = any(w not in self._seen_words and w not in DISCOURSE for w in words) or any(
+                n not in self._seen_numbers for n in numbers
             )
-            steps.append(Step(start, end, new, answer))
+            step = Step(start, end, new, answer)
         elif answer:
-            steps.append(Step(start, end, None, answer))
-        seen_words.update(words)
-        seen_numbers.update(numbers)
-        if boundary is not None:
-            start = boundary.end()
-    return steps
+            step = Step(start, end, None, answer)
+        if keep:
+            if step is not None:
+                self.steps.append(step)
+            self._seen_words.update(words)
+            self._seen_numbers.update(numbers)
+        return step
 
 
-def restated_run(text: str, config: DetectConfig) -> list[Step]:
-    """The judged steps at the end of `text` that bring nothing new, last first; none when one
+def read_steps(text: str, min_words: int) -> list[Step]:
+    """The judged steps of `text` in order, and the short ones that write an answer."""
+    return StepReader(min_words).read(text)
+
+
+def restated_run(steps: list[Step]) -> list[Step]:
+    """The judged steps at the end of `steps` that bring nothing new, last first; none when one
     of the last steps writes an answer. The check (here and in a think-escape's trigger, the
     `restated` option of `rescue`) calls a loop when there are `restated_steps_min` of them."""
-    steps = read_steps(text, config.restated_steps_min_words)
     if any(step.answer for step in steps[-ANSWER_TAIL:]):
         return []
     run: list[Step] = []
@@ -118,7 +140,7 @@ def find_restated_steps(tokens: TokenizedText, config: DetectConfig) -> LoopVerd
     text = tokens.text
     if _ANSWER_AFTER_THINKING.search(text):
         return None
-    run = restated_run(text, config)
+    run = restated_run(read_steps(text, config.restated_steps_min_words))
     if len(run) < config.restated_steps_min or not tokens.ids.size:
         return None
     first = run[-1]

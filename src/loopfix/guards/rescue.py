@@ -47,7 +47,7 @@ import torch
 from pydantic import Field
 
 from loopfix.detect import DetectConfig, LoopMonitor
-from loopfix.detect.steps import restated_run
+from loopfix.detect.steps import StepReader, restated_run
 from loopfix.guards.base import Guard, GuardContext, GuardParams, Row
 from loopfix.guards.record import RescueRecord
 from loopfix.guards.temperature import retemper_
@@ -99,7 +99,10 @@ class RescueState:
     pending: int | None = None  # output length to roll back to
     bumped: int = 0
     replaying: bool = False
-    thought: list[str] = field(default_factory=list)  # the thought's text, for `restated`
+    thought: StepReader = field(  # the thought's steps, for `restated`
+        default_factory=lambda: StepReader(RESTATED.restated_steps_min_words)
+    )
+    unread: list[str] = field(default_factory=list)  # the thought's text since its last line end
 
 
 class RescueGuard(Guard):
@@ -162,8 +165,7 @@ class RescueGuard(Guard):
                 }
             )
             return
-        if verdict is None:  # restated steps end a thought; they never trigger a ban
-            return
+        assert verdict is not None  # restated steps are read only inside a thought
         onset, period = int(verdict.onset or 0), int(verdict.period or 1)
         branch = self._branch(row.params, state, onset, period)
         if self.can_roll_back:
@@ -183,10 +185,12 @@ class RescueGuard(Guard):
             return False
         assert self.context is not None and self.context.token_text is not None
         text = self.context.token_text(token)
-        state.thought.append(text)
+        state.unread.append(text)
         if "\n" not in text:
             return False
-        return len(restated_run("".join(state.thought), RESTATED)) >= RESTATED.restated_steps_min
+        steps = state.thought.read("".join(state.unread))
+        state.unread.clear()
+        return len(restated_run(steps)) >= RESTATED.restated_steps_min
 
     @staticmethod
     def _branch(params: RescueParams, state: RescueState, onset: int, period: int) -> int:

@@ -31,6 +31,7 @@ from loopfix.serve.continuation import continuation_body
 from loopfix.serve.metrics import ServeMetrics
 from loopfix.serve.protocol import (
     CHAT_PATH,
+    Delta,
     PartName,
     RequestBody,
     StreamChoice,
@@ -190,8 +191,10 @@ class Exchange:
             if plan.escape:
                 choice.escaped = True
                 if plan.part == "content":  # the think block is in the text: so is its end
-                    field = "content" if self.chat else "text"
-                    yield self._chunk(choice.output({field: config.think_end}))
+                    marker: Delta = (
+                        {"content": config.think_end} if self.chat else {"text": config.think_end}
+                    )
+                    yield self._chunk(choice.output(marker))
             try:
                 body = await continuation_body(
                     self.body,
