@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import trim  # noqa: E402  (the project's trimmer: trim.trimmed, trim.trim)
@@ -53,12 +54,34 @@ def sha(text: str) -> str:
 
 
 _DIGITS = re.compile(r"\d+")
+K = TypeVar("K", str, int)
 
 
 def repeat_signature(results: list[str | None]) -> bool:
     """Three consecutive results equal once digits are masked, empty results set aside."""
     seq = [_DIGITS.sub("N", r.strip()) for r in results if r is not None and r.strip()]
     return any(seq[i] == seq[i + 1] == seq[i + 2] for i in range(len(seq) - 2))
+
+
+def choose(
+    keys: dict[K, str],
+    counts: tuple[int, int, int],
+    length: dict[K, int],
+    results: dict[K, list[str | None]],
+) -> dict[K, str]:
+    """The selection rule of every source, by `keys` (the path hashed): the `counts` of
+    hash-sample (smallest hashes), longest (most steps among the rest) and repeat-signature
+    (the first by hash among the rest whose results repeat)."""
+    hashed, longest, repeating = counts
+    ranked = sorted(keys, key=lambda key: sha(keys[key]))
+    chosen = dict.fromkeys(ranked[:hashed], "hash-sample")
+    rest = [key for key in ranked if key not in chosen]
+    by_length = sorted(rest, key=lambda key: (-length[key], sha(keys[key])))
+    chosen.update(dict.fromkeys(by_length[:longest], "longest"))
+    rest = [key for key in ranked if key not in chosen]
+    repeats = [key for key in rest if repeat_signature(results[key])]
+    chosen.update(dict.fromkeys(repeats[:repeating], "repeat-signature"))
+    return chosen
 
 
 def write(name: str, data: dict) -> int:
@@ -89,22 +112,12 @@ def source_a() -> list[dict]:
     for submission in sorted(by_model):
         model = submission.split("_SWE-agent_", 1)[1]
         raw = {p: json.loads(git_show(A_REPO, A_COMMIT, p)) for p in by_model[submission]}
-        ranked = sorted(raw, key=sha)
-        chosen: dict[str, str] = {}
-        for p in ranked[:A_PER_MODEL_HASH]:
-            chosen[p] = "hash-sample"
-        rest = [p for p in ranked if p not in chosen]
-        longest = sorted(rest, key=lambda p: (-len(raw[p]["trajectory"]), sha(p)))
-        for p in longest[:A_PER_MODEL_LONGEST]:
-            chosen[p] = "longest"
-        rest = [p for p in ranked if p not in chosen]
-        repeats = [
-            p
-            for p in rest
-            if repeat_signature([e.get("observation") for e in raw[p]["trajectory"]])
-        ]
-        for p in repeats[:A_PER_MODEL_REPEAT]:
-            chosen[p] = "repeat-signature"
+        chosen = choose(
+            {p: p for p in raw},
+            (A_PER_MODEL_HASH, A_PER_MODEL_LONGEST, A_PER_MODEL_REPEAT),
+            {p: len(raw[p]["trajectory"]) for p in raw},
+            {p: [e.get("observation") for e in raw[p]["trajectory"]] for p in raw},
+        )
         for p, rule in chosen.items():
             instance = Path(p).name[: -len(".traj")]
             name = f"multi-swe-bench__{model}__{instance}.traj"
@@ -138,22 +151,15 @@ B_REPEAT = 4
 
 def source_b() -> list[dict]:
     records = json.loads(git_show(B_REPO, B_COMMIT, B_PATH))
-    keys = {i: f"{B_PATH}#{i}" for i in range(len(records))}
-    ranked = sorted(keys, key=lambda i: sha(keys[i]))
-    chosen: dict[int, str] = {}
-    for i in ranked[:B_HASH]:
-        chosen[i] = "hash-sample"
-    rest = [i for i in ranked if i not in chosen]
-    for i in sorted(rest, key=lambda i: (-len(records[i]["traj"]), sha(keys[i])))[:B_LONGEST]:
-        chosen[i] = "longest"
-    rest = [i for i in ranked if i not in chosen]
-    repeats = [
-        i
-        for i in rest
-        if repeat_signature([m.get("content") for m in records[i]["traj"] if m["role"] == "tool"])
-    ]
-    for i in repeats[:B_REPEAT]:
-        chosen[i] = "repeat-signature"
+    chosen = choose(
+        {i: f"{B_PATH}#{i}" for i in range(len(records))},
+        (B_HASH, B_LONGEST, B_REPEAT),
+        {i: len(record["traj"]) for i, record in enumerate(records)},
+        {
+            i: [m.get("content") for m in record["traj"] if m["role"] == "tool"]
+            for i, record in enumerate(records)
+        },
+    )
     rows = []
     for i, rule in sorted(chosen.items()):
         rec = records[i]
