@@ -21,7 +21,7 @@ from loopfix.suites.think_judge import judge_steps
 from tests.vllm_server import NEEDS_VLLM, vllm_server
 
 from .proxy import metric_total, running_proxy
-from .sdk_answers import SdkAnswer, ask
+from .sdk_answers import ask
 
 pytestmark = [*NEEDS_VLLM, pytest.mark.slow]
 
@@ -48,32 +48,42 @@ def proxy(vllm: str) -> Iterator[str]:
         yield url
 
 
-def answers(url: str, streams: tuple[bool, ...]) -> list[list[SdkAnswer]]:
-    """Per way of asking, the answers to LOOPING, all asked at once (vLLM batches them)."""
-    client = OpenAI(base_url=url + "/v1", api_key="none", timeout=300)
+@pytest.fixture(scope="module")
+def answered(vllm: str, proxy: str) -> dict[str, object]:
+    """Every answer at once (vLLM batches them): straight from vLLM, and through the proxy
+    streamed and not; with the proxy's count of finished escapes before and after."""
+    before = metric_total(proxy, "loopfix_rescues_total", outcome="finished")
     settings = {"model": "thinker", "max_tokens": MAX_TOKENS, "temperature": 0.0}
-    with ThreadPoolExecutor(len(streams) * len(LOOPING)) as pool:
-        asked = [
-            [pool.submit(ask, client, item.messages, stream, **settings) for item in LOOPING]
-            for stream in streams
-        ]
-        return [[future.result() for future in row] for row in asked]
+    ways = {"direct": (vllm, False), "plain": (proxy, False), "streamed": (proxy, True)}
+    with ThreadPoolExecutor(len(ways) * len(LOOPING)) as pool:
+        asked = {
+            name: [
+                pool.submit(ask, OpenAI(base_url=url + "/v1", api_key="none", timeout=300),
+                            item.messages, stream, **settings)
+                for item in LOOPING
+            ]
+            for name, (url, stream) in ways.items()
+        }  # fmt: skip
+        answers = {name: [future.result() for future in row] for name, row in asked.items()}
+    escapes = metric_total(proxy, "loopfix_rescues_total", outcome="finished") - before
+    return {**answers, "escapes": escapes}
 
 
-def test_straight_from_vllm_the_thinker_loops_to_the_limit_without_an_answer(vllm: str) -> None:
-    for item, answer in zip(LOOPING, answers(vllm, (False,))[0], strict=True):
+def test_straight_from_vllm_the_thinker_loops_to_the_limit_without_an_answer(
+    answered: dict,
+) -> None:
+    for item, answer in zip(LOOPING, answered["direct"], strict=True):
         assert answer.finish_reason == "length" and answer.completion_tokens == MAX_TOKENS
         assert judge_steps(answer.text).label != "clean", answer.text
         assert not check_think(answer.text, item.answer, item.meta, False)
 
 
-def test_through_the_proxy_the_thought_ends_and_the_answer_comes(proxy: str) -> None:
-    before = metric_total(proxy, "loopfix_rescues_total", outcome="finished")
-    plain, streamed = answers(proxy, (False, True))
+def test_through_the_proxy_the_thought_ends_and_the_answer_comes(answered: dict) -> None:
+    plain, streamed = answered["plain"], answered["streamed"]
     for item, answer, other in zip(LOOPING, plain, streamed, strict=True):
         assert answer == other  # greedy: streamed and not, the same answer and usage
         assert answer.reasoning  # the thought, up to where the loop was found
         assert answer.finish_reason == "stop"
         assert answer.completion_tokens is not None and answer.completion_tokens < MAX_TOKENS
         assert check_think(answer.text, item.answer, item.meta, True), answer.text
-    assert metric_total(proxy, "loopfix_rescues_total", outcome="finished") == before + 4
+    assert answered["escapes"] == 4
