@@ -46,6 +46,24 @@ def test_manifest_holds_what_design_promises(tmp_path: Path) -> None:
     assert header[8:9] == b"{"
 
 
+def test_a_format_3_patch_reads_as_edits_along_their_directions(tmp_path: Path) -> None:
+    """Format 3 wrote no "operation" (every edit was along a direction): it still loads and
+    applies the same bits."""
+    model = fresh("llama")
+    patch = build_patch(model, requests_for(model))
+    save_patch(patch, tmp_path)
+    manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    manifest.pop("manifest_sha256")
+    manifest["format"] = "loopfix.patch/3"
+    for edit in manifest["edits"]:
+        del edit["operation"]
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(with_hash(manifest)))
+    loaded = load_patch(tmp_path)
+    assert [edit.operation for edit in loaded.edits] == ["along", "along"]
+    for ours, theirs in zip(patch.edits, loaded.edits, strict=True):
+        assert torch.equal(ours.after, theirs.after) and torch.equal(ours.before, theirs.before)
+
+
 def test_broken_patches_are_refused(tmp_path: Path) -> None:
     with pytest.raises(PatchFormatError, match="no patch manifest"):
         load_patch(tmp_path)

@@ -32,6 +32,9 @@ def test_means_and_projections_match_hidden_states() -> None:
     torch.testing.assert_close(
         means.site_inputs[site], captured[0].double().mean(0), atol=1e-5, rtol=1e-5
     )
+    torch.testing.assert_close(
+        means.site_variances[site], captured[0].double().var(0, correction=0), atol=1e-5, rtol=1e-4
+    )
     u = torch.randn(64, generator=generator, dtype=torch.float64)
     projected = projections(model, batches, torch.stack([u, u]))
     assert projected.shape == (2, 14)

@@ -45,6 +45,8 @@ def repair_command(
     max_kl: float = option(RepairConfig, "max_kl"),
     search: str | None = by_source("search"),
     trials: int = option(RepairConfig, "trials"),
+    neuron_counts: str = option(RepairConfig, "neuron_counts"),
+    neuron_scales: str = option(RepairConfig, "neuron_scales"),
     positions: str = option(RepairConfig, "positions"),
     batch_size: int | None = by_source("batch_size"),
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
@@ -62,7 +64,8 @@ def repair_command(
 
     Examples: loopfix repair loopfix:stargraph --out repair/stargraph;
     loopfix repair Qwen/Qwen3-0.6B --suite arith --n 200 --max-new-tokens 512 --batch-size 8;
-    loopfix repair loopfix:smollm2 --source rescue --suite arith
+    loopfix repair loopfix:smollm2 --source rescue --suite arith;
+    loopfix repair loopfix:gemma3-270m --suite tasks --search neuron
     """
     import torch
 

@@ -26,10 +26,11 @@ __all__ = ["EditRequest", "base_model_info", "build_patch", "software_versions"]
 
 @dataclass(frozen=True)
 class EditRequest:
-    """Edit these columns of one site along a direction with strength alpha."""
+    """Edit these columns of one site along a direction with strength alpha, or (direction
+    None) scale them by alpha: a neuron edit (`patch.edit`)."""
 
     site: EditSite
-    direction: torch.Tensor
+    direction: torch.Tensor | None
     columns: torch.Tensor
     alpha: float
 
@@ -91,7 +92,9 @@ def build_patch(
                 alpha=float(request.alpha),
                 sha256_before=tensor_sha256(parameter),
                 sha256_after=tensor_sha256(edited),
-                direction=unit(request.direction).to(torch.float32),
+                direction=None
+                if request.direction is None
+                else unit(request.direction).to(torch.float32),
                 columns=columns,
                 before=write[:, columns].detach().cpu().clone(),
                 after=after.detach().cpu(),

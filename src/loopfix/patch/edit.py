@@ -1,8 +1,10 @@
-"""The column edit W <- W - alpha * u (m * (u^T W)) on a [width, n_inputs] write matrix.
+"""The column edits of a [width, n_inputs] write matrix: along a direction, W <- W - alpha * u
+(u^T W), or a neuron edit, W <- alpha * W.
 
-Column j of a write matrix is what input unit j writes into the residual stream. The edit
-removes (alpha = 1) or reverses (alpha > 1) the component along the unit direction u of the
-selected columns only; every other column stays bit-identical.
+Column j of a write matrix is what input unit j writes into the residual stream. The edit along
+u removes (alpha = 1) or reverses (alpha > 1) the component along the unit direction u of the
+selected columns; the neuron edit scales what those units write (alpha -1 flips their sign, 0
+silences them), the same as scaling their activations. Every other column stays bit-identical.
 """
 
 from __future__ import annotations
@@ -35,13 +37,16 @@ def top_columns(write: torch.Tensor, direction: torch.Tensor, k: int) -> torch.T
 
 
 def edited_columns(
-    write: torch.Tensor, direction: torch.Tensor, columns: torch.Tensor, alpha: float
+    write: torch.Tensor, direction: torch.Tensor | None, columns: torch.Tensor, alpha: float
 ) -> torch.Tensor:
-    """New values of W[:, columns] after the edit, in the write matrix's dtype and device.
+    """New values of W[:, columns] after the edit (along `direction`; None: the neuron edit),
+    in the write matrix's dtype and device.
 
     Computed in float64 and rounded once, so the same inputs give the same bits anywhere.
     """
-    u = unit(direction).to(write.device)
     block = write[:, columns.to(write.device)].to(torch.float64)
+    if direction is None:
+        return (alpha * block).to(write.dtype)
+    u = unit(direction).to(write.device)
     block = block - alpha * torch.outer(u, u @ block)
     return block.to(write.dtype)

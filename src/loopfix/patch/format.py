@@ -1,6 +1,7 @@
 """The Patch: column edits as data, stored as `patch.safetensors` + a `patch.json` manifest.
 
-Each edit keeps the direction, the column indices and both the original and the edited column
+Each edit keeps its operation ("along" a direction, or "scale": a neuron edit, which has no
+direction), the direction, the column indices and both the original and the edited column
 slices, so applying writes stored bits (no recomputation that could round differently) and
 reverting restores the original bits exactly. The manifest records, per touched tensor, its
 name, shape, dtype and the SHA-256 of the whole tensor before and after, and, per stored slot
@@ -10,7 +11,8 @@ files when loaded, so damage is blamed on the patch, never on the model. The man
 is validated on load. No pickle: tensors go through safetensors, everything else is JSON.
 
 Format 1 stored no slot checksums, format 2 no manifest hash; such patches are refused with a
-request to re-create them.
+request to re-create them. Format 3 had no operation field (every edit was along a direction):
+it reads as format 4 with "along".
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from loopfix.patch.manifest import (
     BaseModelInfo,
     Manifest,
     ManifestEdit,
+    Operation,
     manifest_sha256,
     with_hash,
 )
@@ -51,7 +54,8 @@ __all__ = [
     "save_patch",
 ]
 
-PATCH_FORMAT = "loopfix.patch/3"
+PATCH_FORMAT = "loopfix.patch/4"
+_READABLE = (PATCH_FORMAT, "loopfix.patch/3")
 MANIFEST_NAME = "patch.json"
 TENSORS_NAME = "patch.safetensors"
 _SLOTS = ("direction", "columns", "before", "after")
@@ -72,7 +76,8 @@ class PatchFormatError(LoopfixError, ValueError):
 class ColumnEdit:
     """One edited weight: W[:, columns] <- after (the original columns are kept in `before`).
 
-    `before`/`after` are [width, k] slices of the write matrix (the orientation-free view).
+    `before`/`after` are [width, k] slices of the write matrix (the orientation-free view);
+    `direction` is None for a neuron edit (operation "scale": after = alpha * before).
     """
 
     name: str
@@ -84,14 +89,25 @@ class ColumnEdit:
     alpha: float
     sha256_before: str
     sha256_after: str
-    direction: torch.Tensor
+    direction: torch.Tensor | None
     columns: torch.Tensor
     before: torch.Tensor
     after: torch.Tensor
 
+    @property
+    def operation(self) -> Operation:
+        return "scale" if self.direction is None else "along"
+
+    @property
+    def slots(self) -> dict[str, torch.Tensor]:
+        """The stored tensors by slot name (a neuron edit stores no direction)."""
+        stored = {slot: getattr(self, slot) for slot in _SLOTS}
+        return {slot: tensor for slot, tensor in stored.items() if tensor is not None}
+
     def manifest(self) -> dict[str, object]:
         return {
             "name": self.name,
+            "operation": self.operation,
             "layer": self.layer,
             "site": self.site,
             "orientation": self.orientation,
@@ -131,9 +147,9 @@ class Patch:
                         "tensors": {
                             slot: {
                                 "name": _slot_name(index, slot),
-                                "sha256": tensor_sha256(getattr(edit, slot)),
+                                "sha256": tensor_sha256(tensor),
                             }
-                            for slot in _SLOTS
+                            for slot, tensor in edit.slots.items()
                         },
                     }
                     for index, edit in enumerate(self.edits)
@@ -168,9 +184,9 @@ def save_patch(patch: Patch, folder: Path) -> Path:
     last, so a manifest never describes tensors that are not there); returns its path."""
     folder = Path(folder)
     tensors = {
-        _slot_name(index, slot): getattr(edit, slot).detach().cpu().contiguous()
+        _slot_name(index, slot): tensor.detach().cpu().contiguous()
         for index, edit in enumerate(patch.edits)
-        for slot in _SLOTS
+        for slot, tensor in edit.slots.items()
     }
     with atomic_writer(folder / TENSORS_NAME, binary=True) as handle:
         handle.write(save(tensors, metadata={"format": PATCH_FORMAT}))
@@ -205,7 +221,7 @@ def _check_format(manifest: Mapping[str, object], manifest_path: Path) -> None:
     if "format" not in manifest:
         raise PatchFormatError(f"{manifest_path} lacks 'format'")
     found = manifest["format"]
-    if found != PATCH_FORMAT:
+    if found not in _READABLE:
         # found may be any JSON value (a list is no key of the table of old formats)
         old = _OLD_FORMATS.get(found, "") if isinstance(found, str) else ""
         raise PatchFormatError(
@@ -273,7 +289,11 @@ def _stored_slot(
 def _edit(
     index: int, entry: ManifestEdit, tensors: dict[str, torch.Tensor], path: Path
 ) -> ColumnEdit:
-    slots = {slot: _stored_slot(entry, slot, tensors, path) for slot in _SLOTS}
+    slots = {
+        slot: _stored_slot(entry, slot, tensors, path)
+        for slot in _SLOTS
+        if getattr(entry.tensors, slot) is not None
+    }
     if slots["columns"].tolist() != entry.columns:
         raise PatchFormatError(f"edit {index}: column tensor differs from the manifest's columns")
     expected = {
@@ -282,10 +302,11 @@ def _edit(
         "after": ((entry.width, len(entry.columns)), entry.dtype),
     }
     for slot, (shape, dtype) in expected.items():
-        if tuple(slots[slot].shape) != shape or str(slots[slot].dtype) != dtype:
+        tensor = slots.get(slot)
+        if tensor is not None and (tuple(tensor.shape) != shape or str(tensor.dtype) != dtype):
             raise PatchFormatError(
-                f"{path}: edit {index}: {slot} is {tuple(slots[slot].shape)} "
-                f"{slots[slot].dtype}, expected {shape} {dtype}"
+                f"{path}: edit {index}: {slot} is {tuple(tensor.shape)} "
+                f"{tensor.dtype}, expected {shape} {dtype}"
             )
     return ColumnEdit(
         name=entry.name,
@@ -297,5 +318,8 @@ def _edit(
         alpha=entry.alpha,
         sha256_before=entry.sha256_before,
         sha256_after=entry.sha256_after,
-        **slots,
+        direction=slots.get("direction"),
+        columns=slots["columns"],
+        before=slots["before"],
+        after=slots["after"],
     )

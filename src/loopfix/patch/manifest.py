@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -25,11 +25,15 @@ __all__ = [
     "BaseModelInfo",
     "Manifest",
     "ManifestEdit",
+    "Operation",
     "manifest_sha256",
     "with_hash",
 ]
 
 HASH_FIELD = "manifest_sha256"
+
+# An edit along a direction, or a neuron edit that scales its columns (`patch.edit`).
+Operation = Literal["along", "scale"]
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Name = Annotated[str, StringConstraints(min_length=1)]
@@ -61,7 +65,7 @@ class _Slot(_Strict):
 
 
 class _Slots(_Strict):
-    direction: _Slot
+    direction: _Slot | None = None  # a neuron edit ("scale") has none
     columns: _Slot
     before: _Slot
     after: _Slot
@@ -79,6 +83,7 @@ class BaseModelInfo(_Strict):
 
 class ManifestEdit(_Strict):
     name: Name
+    operation: Operation = "along"  # format 3 had only edits along a direction
     layer: Annotated[int, Field(ge=0)]
     site: SiteKind
     orientation: Orientation
@@ -107,13 +112,18 @@ class ManifestEdit(_Strict):
             raise ValueError("columns repeat an index")
         if max(self.columns) >= self.inputs:
             raise ValueError(f"column {max(self.columns)} is outside the {self.inputs} inputs")
+        if (self.tensors.direction is None) != (self.operation == "scale"):
+            raise ValueError(
+                f"an edit of operation {self.operation!r} stores a direction "
+                "exactly when it is 'along'"
+            )
         if self.sha256_before == self.sha256_after:
             raise ValueError("sha256_before equals sha256_after: the edit changes nothing")
         return self
 
 
 class Manifest(_Strict):
-    """patch.json as loopfix writes it (format loopfix.patch/3)."""
+    """patch.json as loopfix writes it (format loopfix.patch/4; /3 reads the same)."""
 
     format: str
     base_model: BaseModelInfo

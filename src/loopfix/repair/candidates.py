@@ -3,6 +3,8 @@
 Columns are the k that write most strongly along the layer's direction (largest |u^T W[:, j]|,
 Exp 8's rule). The control edits the same sites with a random direction per layer, its own
 top-k columns, and a strength chosen so that the weight change has the same Frobenius norm.
+Neuron edits (`repair.neurons`) are candidates of the same shape whose requests carry no
+direction.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Candidate",
+    "EditKind",
     "EditShape",
     "SearchRecord",
     "candidate",
@@ -34,18 +37,27 @@ __all__ = [
 ]
 
 
+# "direction": k columns edited along the layer's direction with strength alpha; "neurons": k
+# MLP units per layer whose output columns are scaled by alpha (-1 flips, 0 silences them).
+EditKind = Literal["direction", "neurons"]
+
+
 @dataclass(frozen=True)
 class EditShape(FlatRecord):
     """Where and how strongly a candidate edits, without its directions: what verify.json and
-    the report name a candidate by (its site, layers, k and alpha)."""
+    the report name a candidate by (its site, layers, k and alpha, and the kind of edit)."""
 
     site: SiteKind
     layers: tuple[int, ...]
     k: int
     alpha: float
+    edit: EditKind = "direction"
 
     def label(self) -> str:
-        return f"{self.site} L{','.join(map(str, self.layers))} k{self.k} a{self.alpha:g}"
+        layers = ",".join(map(str, self.layers))
+        if self.edit == "neurons":
+            return f"{self.site} L{layers} {self.k} neurons x{self.alpha:g}"
+        return f"{self.site} L{layers} k{self.k} a{self.alpha:g}"
 
 
 @dataclass(frozen=True)
@@ -55,18 +67,22 @@ class Candidate:
     k: int
     alpha: float
     requests: tuple[EditRequest, ...]
+    edit: EditKind = "direction"
 
     @property
     def shape(self) -> EditShape:
-        return EditShape(self.kind, self.layers, self.k, self.alpha)
+        return EditShape(self.kind, self.layers, self.k, self.alpha, self.edit)
 
     def label(self) -> str:
         return self.shape.label()
 
     @property
     def touched(self) -> int:
-        """Weights the edit changes: its columns times the direction's width, per layer."""
-        return sum(len(r.columns) * len(r.direction) for r in self.requests)
+        """Weights an edit along directions changes: its columns times the direction's width,
+        per layer."""
+        return sum(
+            len(r.columns) * len(r.direction) for r in self.requests if r.direction is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -143,11 +159,18 @@ def candidate_grid(
 
 
 def edit_norm(model: PreTrainedModel, requests: Sequence[EditRequest]) -> float:
-    """Frobenius norm of the weight change: alpha * |u^T W[:, columns]| summed over edits."""
+    """Frobenius norm of the weight change, over edits: alpha * |u^T W[:, columns]| along a
+    direction, |alpha - 1| * |W[:, columns]| for a neuron edit."""
     total = 0.0
     for request in requests:
-        strength = write_strength(_write(model, request.site), request.direction)
-        total += float(request.alpha * strength[request.columns].norm()) ** 2
+        write = _write(model, request.site)
+        if request.direction is None:
+            block = write[:, request.columns].to(torch.float64)
+            change = abs(request.alpha - 1) * block.norm()
+        else:
+            strength = write_strength(write, request.direction)
+            change = request.alpha * strength[request.columns].norm()
+        total += float(change) ** 2
     return total**0.5
 
 

@@ -1,5 +1,6 @@
 """Steps 2 and 3 of `run_repair`: where the loop runs (per-layer directions, what each edit
-site writes along them) and which edits to try (the grid, optuna or first-order search)."""
+site writes along them, which MLP units separate) and which edits to try (the grid, optuna,
+first-order or neuron search), with each edit's controls."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from loopfix.repair.candidates import (
     Candidate,
     SearchRecord,
     candidate_grid,
+    norm_matched_control,
 )
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.directions import (
@@ -28,6 +30,7 @@ from loopfix.repair.directions import (
     random_directions,
 )
 from loopfix.repair.linear_proxy import LinearProxy, linear_candidates
+from loopfix.repair.neurons import neuron_grid, neuron_separations, random_neuron_control
 from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.probe import class_means, projections
 from loopfix.repair.scoring import ProxyScore, Scorer
@@ -42,6 +45,7 @@ __all__ = [
     "Found",
     "Searched",
     "SiteContribution",
+    "controls",
     "find_directions",
     "proxy_batches",
     "rank_candidates",
@@ -69,15 +73,21 @@ class SiteContribution:
 
 @dataclass(frozen=True)
 class Found:
-    """Step 2: the directions, what each site writes along them, the controls' directions."""
+    """Step 2: the directions, what each site writes along them, the controls' directions, and
+    each MLP unit's separation by layer (`neurons.neuron_separations`)."""
 
     directions: LayerDirections
     sites: tuple[SiteContribution, ...]
     random: tuple[torch.Tensor, ...]
+    neurons: dict[int, torch.Tensor]
 
     def to_json(self) -> dict[str, object]:
-        """verify.json "directions"."""
-        return {"layers": self.directions.to_dict(), "sites": [c.to_json() for c in self.sites]}
+        """verify.json "directions" (of the units, each layer's largest |separation|)."""
+        return {
+            "layers": self.directions.to_dict(),
+            "sites": [c.to_json() for c in self.sites],
+            "strongest_neuron": {str(k): float(v.abs().max()) for k, v in self.neurons.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,21 @@ def find_directions(
         layer_directions(difference, rep, prod),
         tuple(contributions),
         tuple(random_directions(num_layers(model), residual_width(model), s) for s in seeds),
+        neuron_separations(means["repetitive"], means["productive"]),
     )
+
+
+def controls(
+    model: PreTrainedModel, candidate: Candidate, found: Found, config: RepairConfig
+) -> tuple[Candidate, ...]:
+    """The candidate's random controls, one per control seed: for an edit along directions the
+    same sites with random directions, norm-matched; for a neuron edit random units of the same
+    layer."""
+    if candidate.edit == "direction":
+        return tuple(norm_matched_control(model, candidate, r) for r in found.random)
+    units = len(found.neurons[candidate.layers[0]])
+    seeds = range(config.control_seed, config.control_seed + config.control_seeds)
+    return tuple(random_neuron_control(candidate, units, seed) for seed in seeds)
 
 
 def rank_candidates(
@@ -146,8 +170,8 @@ def proxy_batches(inputs: SourceInputs) -> tuple[list[ProbeBatch], ...]:
 
 def search(model: PreTrainedModel, inputs: SourceInputs, found: Found) -> Searched:
     """Step 3: the candidates screened by generation, best first, and what the search saw: the
-    one place where `config.search` picks the grid, the optuna search or the first-order
-    ranking."""
+    one place where `config.search` picks the grid, the optuna search, the first-order ranking
+    or the neuron grid (scored exactly, as the grid is)."""
     config, directions = inputs.config, found.directions
     rep, prod, normal = proxy_batches(inputs)
     # Built when first asked for: the first-order search's gradients (the largest peak of a
@@ -167,15 +191,21 @@ def search(model: PreTrainedModel, inputs: SourceInputs, found: Found) -> Search
         # than near-copies of the most selective trial.
         ranked = rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
     else:
-        grid = candidate_grid(
-            model,
-            directions.vectors,
-            config.sites,
-            layers,
-            config.max_layers,
-            config.ks,
-            config.alphas,
-            budget,
+        grid = (
+            neuron_grid(
+                found.neurons, config.search_layers, config.neuron_counts, config.neuron_scales
+            )
+            if config.search == "neuron"
+            else candidate_grid(
+                model,
+                directions.vectors,
+                config.sites,
+                layers,
+                config.max_layers,
+                config.ks,
+                config.alphas,
+                budget,
+            )
         )
         ranked = rank_candidates(
             [(c, scorer().score(build_patch(model, c.requests))) for c in grid], config.max_kl

@@ -42,15 +42,18 @@ from loopfix.backends.open import open_backend
 from loopfix.backends.spec import BackendSpec
 from loopfix.patch import build_patch, save_patch
 from loopfix.repair.arms import ScreenRow, TemperatureResult
-from loopfix.repair.candidates import (
-    Candidate,
-    edit_norm,
-    norm_matched_control,
-)
+from loopfix.repair.candidates import Candidate, edit_norm
 from loopfix.repair.causal import CausalResult, causal_check
 from loopfix.repair.config import RepairConfig
 from loopfix.repair.decide import judge
-from loopfix.repair.locate import Found, Searched, find_directions, proxy_batches, search
+from loopfix.repair.locate import (
+    Found,
+    Searched,
+    controls,
+    find_directions,
+    proxy_batches,
+    search,
+)
 from loopfix.repair.perplexity import general_ability
 from loopfix.repair.report import render_report
 from loopfix.repair.result import ARMS, RepairResult, ScoredEdit, Timing, Verified
@@ -126,7 +129,7 @@ class Screened:
 class Checked:
     """Step 6: the causal check and the verified arms by temperature."""
 
-    causal: CausalResult
+    causal: CausalResult | None  # None: a neuron edit (its weight edit is its activation edit)
     by_temperature: dict[str, TemperatureResult]
 
 
@@ -202,8 +205,9 @@ def price(
             model, candidate.requests, model_id=float32.source, provenance=provenance
         )
         perplexity = None if ability is None else ability.of(candidate.requests)
-        controls = tuple(norm_matched_control(model, candidate, r) for r in found.random)
-        priced.append(Priced(candidate, patch, perplexity, controls))
+        priced.append(
+            Priced(candidate, patch, perplexity, controls(model, candidate, found, config))
+        )
     return tuple(priced)
 
 
@@ -219,10 +223,13 @@ def check(verifier: Verifier, found: Found, screened: Screened, clock: StageCloc
     """Step 6: the causal check of the pick at its own strength (whether removing u from what
     its sites write, with hooks and no weight change, removes loops where the edit is kept),
     then the pick and its controls at every temperature."""
-    pick = screened.pick
-    with clock.stage("causal check"):
-        causal = causal_check(verifier, pick.candidate, found.directions.vectors, found.random[0])
-    clock.report(f"causal check: {json.dumps(causal.to_json()['summary'])}")
+    pick, causal = screened.pick, None
+    if pick.candidate.edit == "direction":
+        with clock.stage("causal check"):
+            causal = causal_check(
+                verifier, pick.candidate, found.directions.vectors, found.random[0]
+            )
+        clock.report(f"causal check: {json.dumps(causal.to_json()['summary'])}")
     with clock.stage("verify"):
         by_temperature = verifier.full(pick.candidate, pick.controls)
     return Checked(causal, by_temperature)

@@ -1,7 +1,8 @@
 """Activation probes: per-layer residual outputs and edit-site inputs on teacher-forced branches.
 
 Two streaming passes keep memory at O(layers x width) whatever the number of pairs:
-1. sums (float64) of each layer's output and of each edit site's input at the read-out states;
+1. sums (float64) of each layer's output and of each edit site's input at the read-out states
+   (and of the inputs' squares: a neuron's spread, `repair.neurons`);
 2. given the directions, each state's projection on its layer's direction (one scalar a state),
    for the separation in standard deviations.
 """
@@ -28,11 +29,13 @@ __all__ = ["ClassMeans", "class_means", "projections"]
 
 @dataclass
 class ClassMeans:
-    """Mean residual output per layer ([layers, width]) and mean input of each edit site."""
+    """Mean residual output per layer ([layers, width]), mean input of each edit site and its
+    variance per input unit."""
 
     count: int = 0
     residual: torch.Tensor | None = None
     site_inputs: dict[EditSite, torch.Tensor] = field(default_factory=dict)
+    site_variances: dict[EditSite, torch.Tensor] = field(default_factory=dict)
 
 
 @torch.inference_mode()
@@ -42,24 +45,30 @@ def class_means(
     layers = decoder_layers(model)
     sums: list[torch.Tensor | None] = [None] * len(layers)
     site_sums: dict[EditSite, torch.Tensor] = {}
+    site_squares: dict[EditSite, torch.Tensor] = {}
     current: dict[str, ProbeBatch] = {}
 
     def read(tensor: torch.Tensor) -> torch.Tensor:
         batch = current["batch"]
-        states = tensor[batch.rows.to(tensor.device), batch.positions.to(tensor.device)]
-        return states.to(torch.float64).sum(0).cpu()
+        return tensor[batch.rows.to(tensor.device), batch.positions.to(tensor.device)].to(
+            torch.float64
+        )
+
+    def add(into: dict[Any, torch.Tensor], key: Any, total: torch.Tensor) -> None:
+        into[key] = total + into[key] if key in into else total
 
     def layer_hook(index: int) -> Any:
         def hook(module: Any, inputs: Any, output: Any) -> None:
-            total, previous = read(layer_output(output)), sums[index]
+            total, previous = read(layer_output(output)).sum(0).cpu(), sums[index]
             sums[index] = total if previous is None else previous + total
 
         return hook
 
     def site_hook(site: EditSite) -> Any:
         def hook(module: Any, inputs: Any) -> None:
-            total = read(inputs[0])
-            site_sums[site] = total + site_sums[site] if site in site_sums else total
+            states = read(inputs[0])
+            add(site_sums, site, states.sum(0).cpu())
+            add(site_squares, site, states.square().sum(0).cpu())
 
         return hook
 
@@ -73,7 +82,9 @@ def class_means(
             model(input_ids=batch.ids.to(model.device), logits_to_keep=1)
             count += len(batch.rows)
     residual = torch.stack([s for s in sums if s is not None]) / count
-    return ClassMeans(count, residual, {site: s / count for site, s in site_sums.items()})
+    means = {site: s / count for site, s in site_sums.items()}
+    variances = {site: site_squares[site] / count - means[site].square() for site in means}
+    return ClassMeans(count, residual, means, variances)
 
 
 @torch.inference_mode()

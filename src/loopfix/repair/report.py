@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loopfix.repair.arms import ArmResult, ScreenRow
+from loopfix.repair.causal import CausalResult
 from loopfix.repair.decide import Decision
 from loopfix.repair.result import RepairResult, Verified
 from loopfix.repair.sources.description import Branches, RecordsBranches
@@ -89,8 +90,13 @@ def _verified(result: RepairResult, verified: Verified) -> list[str]:
     lines = [
         f"Candidate: {label} (proxy d_rep {candidate.proxy.d_rep:+.3f}, "
         f"d_prod {candidate.proxy.d_prod:+.3f} nats/token, KL {decision.kl:.4f}); "
-        f"touched {decision.touched_fraction:.4%} of the weights. Control: a norm-matched random "
-        f"direction (alpha {verified.control.shape.alpha:.2f}, KL {verified.control_kl:.4f}).",
+        f"touched {decision.touched_fraction:.4%} of the weights. Control: "
+        + (
+            f"as many random neurons of the same layer (KL {verified.control_kl:.4f})."
+            if candidate.shape.edit == "neurons"
+            else f"a norm-matched random direction (alpha {verified.control.shape.alpha:.2f}, "
+            f"KL {verified.control_kl:.4f})."
+        ),
         "",
         *_branches(result.source),
         f"| T | arm | loop rate | success | cut rate | mean length | where the "
@@ -113,19 +119,24 @@ def _verified(result: RepairResult, verified: Verified) -> list[str]:
                 f"{paired.loop_mcnemar_p:.3g}); base loops went to "
                 f"{paired.base_loops_went_to}"
             )
+    return [*lines, "", *_causal(causal), *_checks(decision), ""]
+
+
+def _causal(causal: CausalResult | None) -> list[str]:
+    if causal is None:
+        return [
+            "No activation-level check: a neuron edit's weight edit is its activation edit.",
+            "",
+        ]
     doses = "; ".join(
         f"strength {dose.strength:g}: {dose.direction.arm.loops:.1%} (random direction "
         f"{dose.random.arm.loops:.1%})"
         for dose in causal.doses
     )
     return [
-        *lines,
-        "",
         f"Activation-level check (the {causal.site} outputs of layers {list(causal.layers)} "
         f"edited along u while generating, T={causal.temperature:g}): "
         f"base loops {causal.base.loops:.1%}; {doses}.",
-        "",
-        *_checks(decision),
         "",
     ]
 

@@ -76,7 +76,7 @@ class Verified:
     decision: Decision
     control: ScoredEdit
     control_kl: float
-    causal: CausalResult
+    causal: CausalResult | None  # None: a neuron edit (no activation-level check)
     directions: Mapping[str, object]  # per layer and per edit site, as `find_directions` gives
 
 
@@ -174,7 +174,7 @@ class RepairResult:
             "control_kl": verified.control_kl,
             "candidate": self.candidate.to_json(labelled=True),
             "control": verified.control.to_json(labelled=False),
-            "causal": verified.causal.to_json(),
+            "causal": None if verified.causal is None else verified.causal.to_json(),
             "model": self.model,
             "directions": verified.directions,
             **shared,
@@ -189,7 +189,7 @@ class RepairResult:
                 decision=Decision.from_json(data),
                 control=ScoredEdit.from_json(data["control"]),
                 control_kl=data["control_kl"],
-                causal=CausalResult.from_json(data["causal"]),
+                causal=None if data["causal"] is None else CausalResult.from_json(data["causal"]),
                 directions=data["directions"],
             )
         return cls(

@@ -31,7 +31,7 @@ class Verifier:
     def __init__(self, source: ScanPrompts, config: RepairConfig) -> None:
         self.model, self.source, self.config = source.backend.model, source, config
         self._base: dict[tuple[str, float], ScanOutcomes] = {}
-        self._edited: dict[tuple[str, str, float, float, float], ScanOutcomes] = {}
+        self._edited: dict[tuple[object, ...], ScanOutcomes] = {}
 
     def run(
         self,
@@ -56,14 +56,17 @@ class Verifier:
         self, candidate: Candidate, temperature: float, prompts: str = "verify"
     ) -> ScanOutcomes:
         """Outcomes with the candidate applied."""
-        # Control and candidate share sites, k (and maybe alpha): the directions tell them apart.
-        key = (
-            prompts,
-            candidate.label(),
-            candidate.alpha,
-            float(candidate.requests[0].direction.sum()),
-            temperature,
+        # Control and candidate share sites, k (and maybe alpha): their directions or (neuron
+        # edits) their columns tell them apart.
+        edits = tuple(
+            (
+                r.site,
+                tuple(r.columns.tolist()),
+                None if r.direction is None else float(r.direction.sum()),
+            )
+            for r in candidate.requests
         )
+        key = (prompts, candidate.label(), candidate.alpha, edits, temperature)
         if key not in self._edited:
             # The arm is told of the patch by its handle, so what it records is what runs.
             with apply_patch(self.model, build_patch(self.model, candidate.requests)) as applied:
