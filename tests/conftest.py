@@ -24,6 +24,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ[CACHE_DIR_VARIABLE] = str(Path(__file__).resolve().parents[1] / ".cache" / "loopfix")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules that hold a slow test run first. The two workers take whole modules in
+    collection order (`--dist loadscope`), and the slowest modules are top-level files that sort
+    last (test_readme, test_smollm2, ...): one worker then ran them alone at the end while the
+    other had nothing left."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
 @pytest.fixture(scope="session")
 def smollm2_folder() -> Path:
     """The real model's converted folder (converted on the first use in a clean checkout)."""

@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 import loopfix.serve
+from loopfix.agents import AgentConfig
 from loopfix.cli import app
 from loopfix.serve import ServeConfig
-from loopfix.agents import AgentConfig
 from loopfix.serve.agent_check import HEADER, Conversations
 
 from .proxy import finish_reasons, metric_total, running_proxy, stream_events, texts
@@ -265,7 +265,8 @@ def test_one_answer_with_different_tool_calls_is_not(proxy: str) -> None:
 
 REAL_CHAT = (
     Path(__file__).resolve().parents[2]
-    / "data/agent_trajectories/items/mini-swe-agent__deepseek_chat_test_1-100__django__django-11620.json"
+    / "data/agent_trajectories/items"
+    / "mini-swe-agent__deepseek_chat_test_1-100__django__django-11620.json"
 )
 
 

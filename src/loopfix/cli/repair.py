@@ -44,7 +44,6 @@ def repair_command(
     ks: str | None = by_source("ks"),
     max_kl: float = option(RepairConfig, "max_kl"),
     search: str | None = by_source("search"),
-    trials: int = option(RepairConfig, "trials"),
     neuron_counts: str = option(RepairConfig, "neuron_counts"),
     neuron_scales: str = option(RepairConfig, "neuron_scales"),
     positions: str = option(RepairConfig, "positions"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import version
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -115,17 +113,15 @@ class RepairConfig(BaseModel):
         (1.0, 2.0, 4.0, 6.0), min_length=1, description="edit strengths (grid)"
     )
     max_kl: float = Field(0.1, gt=0, description="KL budget (nats/token) on normal walks")
-    search: Literal["grid", "optuna", "linear", "neuron"] = Field(
+    search: Literal["grid", "linear", "neuron"] = Field(
         "grid",
         description="'grid' scores every candidate exactly on the layers of largest separation; "
-        "'optuna' runs a seeded multi-objective TPE search (selectivity vs KL) over the same "
-        "space with alpha continuous between the smallest and largest of `alphas`, and verifies "
-        "its Pareto front first; 'linear' ranks every layer x site x k by the first-order proxy "
-        "and screens its `verify_top` best and the two-layer edit of its two best layers at "
-        "every alpha by generation (default from scan records); 'neuron' scores exactly every "
-        "edit that scales the `neuron_counts` MLP units separating most by each of "
-        "`neuron_scales`, on the `search_layers` layers where a unit separates most, controlled "
-        "by random units of the same layer",
+        "'linear' ranks every layer x site x k by the first-order proxy and screens its "
+        "`verify_top` best and the two-layer edit of its two best layers at every alpha by "
+        "generation (default from scan records); 'neuron' scores exactly every edit that scales "
+        "the `neuron_counts` MLP units separating most by each of `neuron_scales`, on the "
+        "`search_layers` layers where a unit separates most, controlled by random units of the "
+        "same layer",
     )
     neuron_counts: tuple[Annotated[int, Field(ge=1, le=64, strict=True)], ...] = Field(
         (1, 2, 4, 8), min_length=1, description="MLP units edited together (neuron search)"
@@ -135,8 +131,6 @@ class RepairConfig(BaseModel):
         min_length=1,
         description="factors on the units' output columns (neuron search): -1 flips, 0 silences",
     )
-    trials: int = Field(40, ge=1, description="candidates scored by the optuna search")
-    search_seed: int = Field(0, description="seed of the optuna search's sampler")
     verify_top: int = Field(2, ge=1, description="candidates screened by generation")
     causal_prompts: int = Field(
         500,
@@ -290,16 +284,4 @@ class RepairConfig(BaseModel):
             raise ValueError("search='neuron' edits MLP units: sites must include down_proj")
         if 1.0 in self.neuron_scales:
             raise ValueError("neuron_scales: a factor of 1 changes nothing")
-        return self
-
-    @model_validator(mode="after")
-    def _search_is_installed(self) -> RepairConfig:
-        # Checked here, not at the search stage, so a missing extra fails before the model is
-        # loaded and probed rather than minutes into a run.
-        if self.search == "optuna":
-            if find_spec("optuna") is None:
-                raise ValueError("search='optuna' needs optuna: pip install 'loopfix[search]'")
-            # Constraints are set with Trial.set_constraint, which optuna 5 introduced.
-            if int(version("optuna").split(".")[0]) < 5:
-                raise ValueError("search='optuna' needs optuna>=5: pip install -U 'optuna>=5'")
         return self

@@ -1,11 +1,10 @@
 """Steps 2 and 3 of `run_repair`: where the loop runs (per-layer directions, what each edit
-site writes along them, which MLP units separate) and which edits to try (the grid, optuna,
-first-order or neuron search), with each edit's controls."""
+site writes along them, which MLP units separate) and which edits to try (the grid, first-order or
+neuron search), with each edit's controls."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 import torch
@@ -31,7 +30,6 @@ from loopfix.repair.directions import (
 )
 from loopfix.repair.linear_proxy import LinearProxy, linear_candidates
 from loopfix.repair.neurons import neuron_grid, neuron_separations, random_neuron_control
-from loopfix.repair.optuna_search import optuna_search
 from loopfix.repair.probe import class_means, projections
 from loopfix.repair.scoring import ProxyScore, Scorer
 from loopfix.repair.sources import BranchPair
@@ -170,46 +168,37 @@ def proxy_batches(inputs: SourceInputs) -> tuple[list[ProbeBatch], ...]:
 
 def search(model: PreTrainedModel, inputs: SourceInputs, found: Found) -> Searched:
     """Step 3: the candidates screened by generation, best first, and what the search saw: the
-    one place where `config.search` picks the grid, the optuna search, the first-order ranking
-    or the neuron grid (scored exactly, as the grid is)."""
+    one place where `config.search` picks the grid, the first-order ranking or the neuron grid
+    (scored exactly, as the grid is)."""
     config, directions = inputs.config, found.directions
     rep, prod, normal = proxy_batches(inputs)
-    # Built when first asked for: the first-order search's gradients (the largest peak of a
-    # real model's repair) then run before the scorer's base log-probs are held.
-    scorer = cache(lambda: Scorer(model, rep, prod, normal))
     budget = config.max_touched_fraction * sum(p.numel() for p in model.parameters())
     if config.search == "linear":
         sites = [site.site for site in found.sites]
         proxy = LinearProxy.measure(model, rep, prod, directions.vectors, sites)
         candidates, record = linear_candidates(model, directions.vectors, proxy, config, budget)
         return Searched(tuple(candidates), record)
-    order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
-    layers = order[: config.search_layers]
-    if config.search == "optuna":
-        front, rest = optuna_search(model, directions.vectors, layers, budget, scorer(), config)
-        # The front first: screening then compares different selectivity/KL trade-offs rather
-        # than near-copies of the most selective trial.
-        ranked = rank_candidates(front, config.max_kl) + rank_candidates(rest, config.max_kl)
+    if config.search == "neuron":
+        grid = neuron_grid(
+            found.neurons, config.search_layers, config.neuron_counts, config.neuron_scales
+        )
     else:
-        grid = (
-            neuron_grid(
-                found.neurons, config.search_layers, config.neuron_counts, config.neuron_scales
-            )
-            if config.search == "neuron"
-            else candidate_grid(
-                model,
-                directions.vectors,
-                config.sites,
-                layers,
-                config.max_layers,
-                config.ks,
-                config.alphas,
-                budget,
-            )
+        order = sorted(range(len(directions.separations)), key=lambda i: -directions.separations[i])
+        layers = order[: config.search_layers]
+        grid = candidate_grid(
+            model,
+            directions.vectors,
+            config.sites,
+            layers,
+            config.max_layers,
+            config.ks,
+            config.alphas,
+            budget,
         )
-        ranked = rank_candidates(
-            [(c, scorer().score(build_patch(model, c.requests))) for c in grid], config.max_kl
-        )
+    scorer = Scorer(model, rep, prod, normal)
+    ranked = rank_candidates(
+        [(c, scorer.score(build_patch(model, c.requests))) for c in grid], config.max_kl
+    )
     top = tuple(c.shape.to_json() | s.to_dict() for c, s in ranked[:10])
     record = SearchRecord(config.search, len(ranked), top)
     return Searched(tuple(c for c, _ in ranked[: config.verify_top]), record)

@@ -7,9 +7,10 @@ Eight steps, each a function of typed values returning one (a frozen dataclass),
    normal text for the KL check; the verification's prompt sets.
 2. `find_directions` -> `Found`: per layer u = normalise(mean repetitive - mean productive),
    its separation and cosines, what each edit site writes along u; the controls' directions.
-3. `search` -> `Searched`: the grid or optuna candidates on the most separated layers scored
-   without generating (selectivity proxy on held-out pairs, KL on normal text), or every layer
-   x site x k ranked to first order (`linear_proxy`), its best few at every alpha.
+3. `search` -> `Searched`: the grid candidates on the most separated layers, or the neuron
+   edits of the most separating MLP units, scored without generating (selectivity proxy on
+   held-out pairs, KL on normal text), or every layer x site x k ranked to first order
+   (`linear_proxy`), its best few at every alpha.
 4. `price` -> `Priced` per candidate: its patch, plain-text perplexity and norm-matched controls.
 5. `screen` -> `Screened` (generator): the candidates generated on the screening prompts; the
    pick stays within the perplexity budget. A pick that already fails (over budget, losing
