@@ -19,6 +19,7 @@ from loopfix.models.gguf_tensors import GgufTensorMap
 from loopfix.models.packaged import packaged_model_path
 from loopfix.patch import Patch, build_patch, patched, save_patch
 from loopfix.patch.gguf_export import card_path
+from loopfix.repair.neurons import neuron_candidate
 
 from .helpers import fresh, requests_for, smollm2_requests
 
@@ -157,6 +158,21 @@ def test_f16_export_moves_offsets_and_keeps_every_other_tensor(
         values = quants.dequantize(copy.data, copy.tensor_type)
         target = targets[tensor.name]
         assert np.array_equal(values, target.astype(np.float16).astype(np.float32))
+
+
+def test_a_neuron_patch_exports_to_gguf_as_the_patched_model(smollm2_patch, tmp_path: Path) -> None:
+    """A neuron edit (four MLP units of layer 10 flipped: `repair.neurons`) goes into the GGUF
+    file as the patched model holds it."""
+    model, _, _ = smollm2_patch
+    patch = build_patch(model, neuron_candidate(10, [3, 77, 400, 1201], -1.0).requests)
+    save_patch(patch, tmp_path / "neurons")
+    out = tmp_path / "neurons-f16.gguf"
+    result = _apply(tmp_path / "neurons", out, "--gguf-type", "f16")
+    assert result.exit_code == 0, result.output
+    reader = GGUFReader(out)
+    ((name, target),) = _patched_values(model, patch, GgufTensorMap(reader)).items()
+    values = quants.dequantize(_by_name(reader)[name].data, _by_name(reader)[name].tensor_type)
+    assert np.array_equal(values, target.astype(np.float16).astype(np.float32))
 
 
 def test_a_patch_made_on_other_weights_is_refused_and_nothing_is_written(
