@@ -118,6 +118,9 @@ def test_the_grid_takes_the_strongest_units_of_the_most_separating_layers() -> N
     assert grid[2].requests[0].columns.tolist() == [1, 3]  # |-3.0| then |1.0|
     with pytest.raises(ValueError, match="down_proj"):
         neuron_grid({}, 2, (1,), (-1.0,))
+    # More units asked for than a layer has: each edit once, not once per count.
+    whole = neuron_grid(separations, search_layers=1, counts=(4, 8), scales=(0.0,))
+    assert [c.label() for c in whole] == ["down_proj L1 4 neurons x0"]
 
 
 def test_a_controls_units_are_random_units_of_the_same_layer_scaled_alike() -> None:

@@ -57,7 +57,8 @@ def neuron_grid(
     grid = []
     for layer in layers:
         order = separations[layer].abs().argsort(descending=True).tolist()
-        for count in counts:
+        # A count past the layer's units would repeat the edit of all of them.
+        for count in sorted({min(count, len(order)) for count in counts}):
             for scale in scales:
                 grid.append(neuron_candidate(layer, order[:count], scale))
     return grid
