@@ -173,7 +173,7 @@ def real_trace(looping: bool) -> str:
     """REAL_TOKENS built-in tokens of real reasoning text: the corpus's clean can-ai-code traces
     joined; when `looping`, the text ends in the part's first verbatim loop instead."""
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
-    unseen = [row for row in rows if row["split"] == "unseen"]
+    unseen = [row for row in rows if row["split"] == "unseen" and row["id"].startswith("cac-")]
     tail = next(r["text"] for r in unseen if r["kind"] == "verbatim") if looping else ""
     budget = REAL_TOKENS - len(split_text(tail))
     clean = "\n\n".join(row["text"] for row in unseen if row["label"] == "clean")

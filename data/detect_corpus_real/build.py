@@ -5,9 +5,9 @@
 Parts: issue_excerpts.jsonl (model outputs quoted in public issue threads, written by
 issue_excerpts.py), negatives.jsonl (real program outputs and package files, written by
 collect_negatives.py), thinking_llms_interp.jsonl, contrastive_search.jsonl,
-misguided_attention.jsonl and can_ai_code.jsonl (generations saved in public repositories,
-written by the scripts of the same names), and loopfix scan records of real models
-(SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
+misguided_attention.jsonl, can_ai_code.jsonl and pm_llm_benchmark.jsonl (generations saved in
+public repositories, written by the scripts of the same names), and loopfix scan records of
+real models (SmolLM2-135M-Instruct on the arith suite, the stargraph testbed), labelled by hand in
 labels.tsv (id, label, kind, note). semantic_relabel.tsv then sets the label of every semantic
 candidate and clean reasoning trace of the generators that produce semantic loops, decided by
 the written rule of semantic_rule.md in two blind passes and adjudicated (issue 41).
@@ -44,7 +44,7 @@ SEMANTIC_RULE = (
 
 # Parts held out whole, evaluated apart from the sha256 held-out part, and labelled by the
 # written rule in two passes (issue 53).
-UNSEEN_PARTS = ("can_ai_code.jsonl",)
+UNSEEN_PARTS = ("can_ai_code.jsonl", "pm_llm_benchmark.jsonl")
 
 
 def split_of(group: str) -> str:

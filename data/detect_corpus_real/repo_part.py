@@ -1,6 +1,6 @@
 """What the corpus parts taken from public repositories share (thinking_llms_interp.py,
-contrastive_search.py, misguided_attention.py): files read at a pinned commit of a git
-snapshot, the part's labels file `NAME_labels.tsv` (file, item, label, kind, note per line),
+contrastive_search.py, misguided_attention.py, can_ai_code.py, pm_llm_benchmark.py): files
+read at a pinned commit of a git snapshot, the part's labels file `NAME_labels.tsv` (file, item, label, kind, note per line),
 and the part's `NAME.jsonl`, one item per labelled line."""
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ def show(git_dir: Path, commit: str, path: str) -> str:
         check=True,
         capture_output=True,
     )
-    return shown.stdout.decode("utf-8")
+    try:
+        return shown.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        # Some repositories keep Windows-1252 text (pm-llm-benchmark): read it as written.
+        return shown.stdout.decode("cp1252")
 
 
 def labelled(
