@@ -32,11 +32,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from repo_part import item, labelled, show, write_part
+from repo_part import item, labelled, last_chars, show, write_part
 
 REPO = "the-crypt-keeper/can-ai-code"
 COMMIT = "aa5a2f6d3fabb2aba9173902371cb8307e664c0f"
-MAX_CHARS = 20_000
 FILES = (
     "results/r1/eval_senior_python-javascript_chat_none_greedy-openai-8k_casperhansen-deepseek-r1-distill-llama-70b-awq_1737513822.ndjson",
     "results/r1/eval_senior_python-javascript_chat_none_greedy-openai-8k_casperhansen-deepseek-r1-distill-qwen-14b-awq_1737560908.ndjson",
@@ -67,26 +66,19 @@ def model_of(path: str) -> str:
     return stem.rsplit("_", 1)[-1]
 
 
-def kept(answer: str) -> str:
-    return answer[-MAX_CHARS:]
-
-
-def trim_note(answer: str) -> str:
-    return f" (last 20,000 of {len(answer):,} chars kept)" if len(answer) > MAX_CHARS else ""
-
-
 def main() -> None:
     items = []
     for label, rows in labelled("can_ai_code", Path(sys.argv[1]), load):
         row = rows[int(label.item.removeprefix("line "))]
         model = model_of(label.path)
+        text, trimmed = last_chars(row["answer"])
         items.append(
             item(
-                replace(label, note=label.note + trim_note(row["answer"])),
+                replace(label, note=label.note + trimmed),
                 repo=REPO,
                 commit=COMMIT,
                 item_id=f"cac-{model}-{label.item.removeprefix('line ')}",
-                text=kept(row["answer"]),
+                text=text,
                 cut=None,
                 model=model,
                 prompt=f"{row['name']} ({row['language']})",

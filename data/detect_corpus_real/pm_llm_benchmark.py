@@ -28,11 +28,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from repo_part import item, labelled, show, write_part
+from repo_part import item, labelled, last_chars, show, write_part
 
 REPO = "fit-alessandro-berti/pm-llm-benchmark"
 COMMIT = "7cc147191bd18e042034a4e20824acbcfadff8b3"
-MAX_CHARS = 20_000
 MODELS = (
     "qwen30.6b",
     "qwen31.7b",
@@ -60,16 +59,14 @@ def main() -> None:
     items = []
     for label, answer in labelled("pm_llm_benchmark", Path(sys.argv[1]), load):
         model, question = model_and_question(label.path)
-        trimmed = (
-            f" (last 20,000 of {len(answer):,} chars kept)" if len(answer) > MAX_CHARS else ""
-        )
+        text, trimmed = last_chars(answer)
         items.append(
             item(
                 replace(label, note=label.note + trimmed),
                 repo=REPO,
                 commit=COMMIT,
                 item_id=f"pmb-{model}-{'_'.join(question.split('_')[:2])}",
-                text=answer[-MAX_CHARS:],
+                text=text,
                 cut=None,
                 model=model,
                 prompt=question,

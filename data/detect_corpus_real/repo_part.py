@@ -1,7 +1,7 @@
 """What the corpus parts taken from public repositories share (thinking_llms_interp.py,
 contrastive_search.py, misguided_attention.py, can_ai_code.py, pm_llm_benchmark.py): files
-read at a pinned commit of a git snapshot, the part's labels file `NAME_labels.tsv` (file, item, label, kind, note per line),
-and the part's `NAME.jsonl`, one item per labelled line."""
+read at a pinned commit of a git snapshot, the part's labels file `NAME_labels.tsv` (file, item,
+label, kind, note per line), and the part's `NAME.jsonl`, one item per labelled line."""
 
 from __future__ import annotations
 
@@ -13,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+MAX_CHARS = 20_000  # a long trace keeps its end: a loop runs to the end, and the rule reads it
+
+
+def last_chars(text: str) -> tuple[str, str]:
+    """The text an item keeps (its last MAX_CHARS characters) and what its note says about it."""
+    if len(text) <= MAX_CHARS:
+        return text, ""
+    return text[-MAX_CHARS:], f" (last 20,000 of {len(text):,} chars kept)"
 
 
 @dataclass(frozen=True)
